@@ -1,0 +1,50 @@
+"""pymc_dp: differentially private Bayesian inference for PyMC.
+
+Release Laplace-privatised sufficient statistics once, sample any amount from the resulting
+posterior at no further privacy cost, and carry a privacy ledger inside every trace.
+"""
+
+from pymc.step_methods import STEP_METHODS
+
+from pymc_dp.conjugacy import ConjugateLink, analyse_model
+from pymc_dp.errors import (
+    BudgetExceededError,
+    InvalidPrivateDataError,
+    NonPrivateModelError,
+    PrivacyError,
+)
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
+from pymc_dp.private_model import build_private_model
+from pymc_dp.release import (
+    ReleasedStatistics,
+    release_sufficient_statistics,
+    sufficient_statistics,
+    sufficient_statistics_sensitivity,
+)
+from pymc_dp.sampling import private_trace, sample
+from pymc_dp.steps import PrivateConjugateGibbs
+
+__version__ = "0.1.0"
+
+if PrivateConjugateGibbs not in STEP_METHODS:  # idempotent registration
+    STEP_METHODS.append(PrivateConjugateGibbs)
+
+__all__ = [
+    "BudgetExceededError",
+    "ConjugateLink",
+    "InvalidPrivateDataError",
+    "NonPrivateModelError",
+    "PrivacyError",
+    "PrivacyEvent",
+    "PrivacyLedger",
+    "PrivateConjugateGibbs",
+    "ReleasedStatistics",
+    "__version__",
+    "analyse_model",
+    "build_private_model",
+    "private_trace",
+    "release_sufficient_statistics",
+    "sample",
+    "sufficient_statistics",
+    "sufficient_statistics_sensitivity",
+]

@@ -1,0 +1,134 @@
+"""The interface of a conjugate exponential family, as the private samplers need it.
+
+Vocabulary (after OpenDP): a family defines a *transformation* — per-record sufficient
+statistics S(x) and their per-group sums, with a data-independent bound on one record's
+contribution — and the conjugate *post-processing* of released statistics. The *measurement*
+(noise) lives in :mod:`pymc_dp.mechanisms`.
+
+Source: Foulds et al. (UAI 2016), §3.1 eq. (11) (conjugate posterior from aggregate
+statistics) and §3.2 eq. (16)–(17) (L1 sensitivity of the aggregate statistics).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor.tensor as pt
+
+from pymc_dp.errors import InvalidPrivateDataError
+
+__all__ = ["ConjugateFamily", "RecordDomain", "group_sums"]
+
+
+@dataclass(frozen=True)
+class RecordDomain:
+    """Declared, data-independent domain of one record of an observed variable.
+
+    Attributes
+    ----------
+    n_categories : int
+        Number of outcome components d of S(x): 2 for Beta families (success, failure), K for
+        Dirichlet families.
+    max_trials : int
+        Largest number of trials one record may carry (1 for Bernoulli and Categorical).
+    trials : int or ndarray or None
+        Trials of the likelihood: a public scalar, a per-record array (private data, bounded by
+        ``max_trials``), or None for one-trial likelihoods.
+    """
+
+    n_categories: int
+    max_trials: int = 1
+    trials: int | np.ndarray | None = None
+
+    @property
+    def trials_public(self) -> bool:
+        """True when every record has the same, public, number of trials."""
+        return self.trials is None or np.ndim(self.trials) == 0
+
+
+class ConjugateFamily(ABC):
+    """A conjugate prior / likelihood pair whose data enter only through count statistics.
+
+    Subclasses implement validation of records, per-record statistics S(x) (shape (n, d),
+    non-negative, with ``||S(x)||_1 <= max_trials``), the log-likelihood as a function of the
+    aggregate statistics, and the conjugate posterior draw.
+    """
+
+    name: str
+    prior: str  # "beta" or "dirichlet"
+    likelihood: str
+
+    @abstractmethod
+    def validate(self, data: np.ndarray, domain: RecordDomain, variable: str) -> None:
+        """Raise :class:`~pymc_dp.InvalidPrivateDataError` unless every record is in domain."""
+
+    @abstractmethod
+    def record_statistics(self, data: np.ndarray, domain: RecordDomain) -> np.ndarray:
+        """Per-record sufficient statistics S(x_i), shape (n, d), float64."""
+
+    @abstractmethod
+    def log_likelihood(self, theta: pt.TensorVariable, table: np.ndarray) -> pt.TensorVariable:
+        """Σ_g Σ_j table[g, j] · log θ_gj (the data-dependent part of the log-likelihood).
+
+        ``theta`` is the prior variable as it enters the likelihood, shape (G,) for Beta
+        families and (G, K) for Dirichlet families; ``table`` has shape (G, d).
+        """
+
+    @abstractmethod
+    def posterior_draw(
+        self, rng: np.random.Generator, prior_params: tuple[np.ndarray, ...], table: np.ndarray
+    ) -> np.ndarray:
+        """One draw from the conjugate posterior given the (G, d) table (eq. 11)."""
+
+    @staticmethod
+    def record_l1_bound(domain: RecordDomain) -> float:
+        """sup_x ||S(x)||_1: one record's largest contribution (= max trials)."""
+        return float(domain.max_trials)
+
+    def record_totals(self, data: np.ndarray, domain: RecordDomain) -> np.ndarray:
+        """Per-record ||S(x_i)||_1 (the number of trials of each record)."""
+        return self.record_statistics(data, domain).sum(axis=1)
+
+
+def group_sums(record_stats: np.ndarray, groups: np.ndarray | None, n_groups: int) -> np.ndarray:
+    """Sum per-record statistics within groups: (n, d) → (n_groups, d), float64."""
+    n_records, n_stats = record_stats.shape
+    if groups is None:
+        return record_stats.sum(axis=0, keepdims=True).astype(np.float64)
+    table = np.empty((n_groups, n_stats), dtype=np.float64)
+    for j in range(n_stats):
+        table[:, j] = np.bincount(groups, weights=record_stats[:, j], minlength=n_groups)
+    return table
+
+
+def require_integers(data: np.ndarray, variable: str, what: str = "values") -> np.ndarray:
+    """Return ``data`` as int64 or raise if it holds NaN, infinities or fractions."""
+    array = np.asarray(data)
+    if array.dtype.kind in "biu":
+        return array.astype(np.int64, copy=False)
+    if array.dtype.kind != "f":
+        raise InvalidPrivateDataError(f"{variable}: {what} must be numeric, got {array.dtype}")
+    if np.isnan(array).any():
+        raise InvalidPrivateDataError(
+            f"{variable}: {what} contain NaN; private data must be complete (pymc_dp never "
+            "imputes private records). Nothing was released."
+        )
+    if not np.isfinite(array).all() or (array != np.round(array)).any():
+        raise InvalidPrivateDataError(f"{variable}: {what} must be finite whole numbers")
+    return array.astype(np.int64)
+
+
+def reject_out_of_range(
+    values: np.ndarray, low: int, high: int | np.ndarray, variable: str, what: str
+) -> None:
+    """Raise naming ``variable`` if any value lies outside [low, high]."""
+    bad = (values < low) | (values > high)
+    if bad.any():
+        examples = np.unique(values[bad])[:5].tolist()
+        raise InvalidPrivateDataError(
+            f"{variable}: {int(bad.sum())} {what} outside the declared domain "
+            f"[{low}, {'per-record trials' if np.ndim(high) else high}] (e.g. {examples}). "
+            "Nothing was released."
+        )

@@ -1,0 +1,343 @@
+"""Privacy events, the privacy ledger and composition.
+
+Each release of information derived from private data is a frozen :class:`PrivacyEvent`
+(after dp-accounting's ``DpEvent``: the event carries everything needed to account for it;
+mechanisms never compute totals themselves). A :class:`PrivacyLedger` holds the events of one
+analysis, enforces an optional (epsilon, delta) budget, and composes them.
+
+Composition is *basic sequential composition* (Dwork & Roth 2014, Thm 3.16; Foulds et al.
+2016, Theorem 1): epsilons and deltas add. Every record may appear in every release, so this is
+the safe default. The ledger is stored inside the ``xarray.DataTree`` returned by
+:func:`pymc_dp.sample` (group ``privacy_ledger`` and root attribute ``pymc_dp_ledger``) and
+survives a netCDF round trip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+import xarray as xr
+
+from pymc_dp.errors import BudgetExceededError
+
+__all__ = [
+    "LEDGER_ATTR",
+    "LEDGER_GROUP",
+    "NEIGHBOURING_RELATIONS",
+    "Neighbouring",
+    "PrivacyEvent",
+    "PrivacyLedger",
+    "split_epsilon",
+    "validate_epsilon",
+    "validate_neighbouring",
+]
+
+LEDGER_GROUP = "privacy_ledger"
+"""Name of the DataTree group that holds the ledger (one row per event)."""
+LEDGER_ATTR = "pymc_dp_ledger"
+"""Name of the root attribute that holds the ledger as JSON."""
+
+Neighbouring = Literal["replace-one", "add-remove-one"]
+NEIGHBOURING_RELATIONS: tuple[str, ...] = ("replace-one", "add-remove-one")
+_SCHEMA_VERSION = 1
+_TOLERANCE = 1e-12  # relative slack for floating-point sums of epsilons
+
+
+def validate_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
+    value = float(epsilon)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {epsilon!r}")
+    return value
+
+
+def split_epsilon(epsilon: float | Mapping[str, float], names: Iterable[str]) -> dict[str, float]:
+    """Split a total epsilon across releases (sequential composition), or check a dict.
+
+    A float is divided equally among ``names``; a dict must give a valid epsilon for exactly
+    the releases in ``names``.
+
+    Raises
+    ------
+    ValueError
+        If an epsilon is invalid, or the dict misses or adds release names.
+    """
+    names = list(names)
+    if isinstance(epsilon, Mapping):
+        missing = sorted(set(names) - set(epsilon))
+        extra = sorted(set(epsilon) - set(names))
+        if missing or extra:
+            raise ValueError(
+                f"epsilon dict must name exactly the private releases {names}; "
+                f"missing {missing}, unknown {extra}"
+            )
+        return {name: validate_epsilon(epsilon[name], f"epsilon[{name!r}]") for name in names}
+    total = validate_epsilon(epsilon)
+    return {name: total / len(names) for name in names}
+
+
+def validate_delta(delta: float, name: str = "delta") -> float:
+    """Return ``delta`` as a float, or raise ``ValueError`` unless 0 <= delta < 1."""
+    value = float(delta)
+    if not math.isfinite(value) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must satisfy 0 <= {name} < 1, got {delta!r}")
+    return value
+
+
+def validate_neighbouring(neighbouring: str) -> str:
+    """Return ``neighbouring`` or raise ``ValueError`` if it is not a known relation."""
+    if neighbouring not in NEIGHBOURING_RELATIONS:
+        raise ValueError(
+            f"neighbouring must be one of {NEIGHBOURING_RELATIONS}, got {neighbouring!r}"
+        )
+    return neighbouring
+
+
+@dataclass(frozen=True)
+class PrivacyEvent:
+    """One release of information about private records.
+
+    The fields are sufficient to account for the release: a (epsilon, delta)-DP mechanism
+    applied once, under the stated neighbouring relation, with the stated sensitivity.
+
+    Attributes
+    ----------
+    mechanism : str
+        Mechanism name, e.g. ``"laplace"``.
+    epsilon, delta : float
+        Privacy cost of this release (epsilon > 0, 0 <= delta < 1).
+    sensitivity : float
+        Data-independent sensitivity used to calibrate the noise (L1 for Laplace).
+    neighbouring : {"replace-one", "add-remove-one"}
+        Neighbouring relation under which the guarantee holds.
+    variables : tuple of str
+        Model variables whose private data the release reads.
+    noise_backend : str
+        Source of the noise: ``"opendp"`` (floating-point safe) or ``"numpy"``.
+    noise_scale : float
+        Scale of the noise (Laplace b = sensitivity / epsilon); NaN when not applicable.
+    statistic : str
+        What was released, in words.
+    source : str
+        Paper, section and equation the mechanism implements.
+    time : str
+        ISO 8601 UTC time at which the event was recorded (before the value was returned).
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    sensitivity: float
+    neighbouring: str
+    variables: tuple[str, ...]
+    noise_backend: str
+    noise_scale: float = float("nan")
+    statistic: str = ""
+    source: str = ""
+    time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    def __post_init__(self) -> None:
+        validate_epsilon(self.epsilon)
+        validate_delta(self.delta)
+        validate_neighbouring(self.neighbouring)
+        if not math.isfinite(self.sensitivity) or self.sensitivity <= 0:
+            raise ValueError(f"sensitivity must be finite and > 0, got {self.sensitivity!r}")
+        object.__setattr__(self, "variables", tuple(self.variables))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the event as a JSON-serialisable dict."""
+        record = dataclasses.asdict(self)
+        record["variables"] = list(self.variables)
+        return record
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> PrivacyEvent:
+        """Rebuild an event from :meth:`to_dict` output."""
+        return cls(**{**record, "variables": tuple(record["variables"])})
+
+
+class PrivacyLedger:
+    """The privacy events of one analysis, with composition and an optional budget.
+
+    Parameters
+    ----------
+    budget : float or (float, float), optional
+        Total (epsilon, delta) that the events may spend; a float means (epsilon, 0).
+        :meth:`charge` raises :class:`~pymc_dp.BudgetExceededError` and records nothing when an
+        event would exceed it.
+    events : iterable of PrivacyEvent, optional
+        Events already spent (e.g. from earlier analyses of the same records).
+
+    Notes
+    -----
+    Totals use basic sequential composition (Foulds et al. 2016, Theorem 1): the epsilons add
+    and the deltas add. This holds whatever the overlap between the records of the releases.
+    """
+
+    composition = "sequential"
+
+    def __init__(
+        self,
+        budget: float | tuple[float, float] | None = None,
+        events: Iterable[PrivacyEvent] = (),
+    ) -> None:
+        self.budget = _parse_budget(budget)
+        self._events: list[PrivacyEvent] = []
+        for event in events:
+            self.charge(event)
+
+    @property
+    def events(self) -> tuple[PrivacyEvent, ...]:
+        """The recorded events, oldest first."""
+        return tuple(self._events)
+
+    @property
+    def epsilon(self) -> float:
+        """Total epsilon under sequential composition."""
+        return math.fsum(e.epsilon for e in self._events)
+
+    @property
+    def delta(self) -> float:
+        """Total delta under sequential composition."""
+        return math.fsum(e.delta for e in self._events)
+
+    def remaining(self) -> tuple[float, float]:
+        """(epsilon, delta) left in the budget; ``(inf, 1.0)`` when there is no budget."""
+        if self.budget is None:
+            return math.inf, 1.0
+        return self.budget[0] - self.epsilon, self.budget[1] - self.delta
+
+    def check(self, epsilon: float, delta: float = 0.0) -> None:
+        """Raise :class:`~pymc_dp.BudgetExceededError` if spending (epsilon, delta) would exceed
+        the budget. Records nothing."""
+        if self.budget is None:
+            return
+        budget_eps, budget_delta = self.budget
+        new_eps = self.epsilon + epsilon
+        new_delta = self.delta + delta
+        if new_eps > budget_eps * (1 + _TOLERANCE) or new_delta > budget_delta + _TOLERANCE:
+            raise BudgetExceededError(
+                f"release of (epsilon={epsilon:g}, delta={delta:g}) would bring the total to "
+                f"(epsilon={new_eps:g}, delta={new_delta:g}), over the budget "
+                f"(epsilon={budget_eps:g}, delta={budget_delta:g}); nothing was released"
+            )
+
+    def charge(self, event: PrivacyEvent) -> PrivacyEvent:
+        """Check the budget, then record ``event``. Call *before* the noisy value is returned."""
+        self.check(event.epsilon, event.delta)
+        self._events.append(event)
+        return event
+
+    def check_all(self, costs: Iterable[tuple[float, float]]) -> None:
+        """Raise if the (epsilon, delta) costs *together* would exceed the budget."""
+        costs = list(costs)
+        self.check(math.fsum(c[0] for c in costs), math.fsum(c[1] for c in costs))
+
+    # --- serialisation -------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The ledger (events, totals, budget, composition) as a JSON string."""
+        return json.dumps(
+            {
+                "schema_version": _SCHEMA_VERSION,
+                "composition": self.composition,
+                "epsilon": self.epsilon,
+                "delta": self.delta,
+                "budget": list(self.budget) if self.budget is not None else None,
+                "events": [e.to_dict() for e in self._events],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> PrivacyLedger:
+        """Rebuild a ledger from :meth:`to_json` output."""
+        record = json.loads(text)
+        budget = tuple(record["budget"]) if record.get("budget") is not None else None
+        return cls(budget=budget, events=[PrivacyEvent.from_dict(e) for e in record["events"]])
+
+    def to_dataset(self) -> xr.Dataset:
+        """The events as an ``xarray.Dataset`` with one row per event (dimension ``event``).
+
+        Totals, composition and budget are attributes; the JSON form is in attribute
+        ``ledger_json`` so that nested metadata survives netCDF.
+        """
+        columns = [f.name for f in dataclasses.fields(PrivacyEvent)]
+        data_vars = {}
+        for column in columns:
+            values = [getattr(e, column) for e in self._events]
+            if column == "variables":
+                values = [",".join(v) for v in values]
+            if column in {"epsilon", "delta", "sensitivity", "noise_scale"}:
+                array = np.asarray(values, dtype=np.float64)
+            else:
+                array = (
+                    np.asarray(values, dtype=object).astype(str)
+                    if values
+                    else np.array([], dtype=str)
+                )
+            data_vars[column] = ("event", array)
+        attrs = {
+            "composition": self.composition,
+            "total_epsilon": self.epsilon,
+            "total_delta": self.delta,
+            "budget_epsilon": self.budget[0] if self.budget else np.nan,
+            "budget_delta": self.budget[1] if self.budget else np.nan,
+            "ledger_json": self.to_json(),
+        }
+        return xr.Dataset(data_vars, coords={"event": np.arange(len(self._events))}, attrs=attrs)
+
+    @classmethod
+    def from_dataset(cls, dataset: xr.Dataset) -> PrivacyLedger:
+        """Rebuild a ledger from :meth:`to_dataset` output."""
+        return cls.from_json(str(dataset.attrs["ledger_json"]))
+
+    @classmethod
+    def from_datatree(cls, idata: xr.DataTree) -> PrivacyLedger:
+        """Read the ledger stored in a trace returned by :func:`pymc_dp.sample`.
+
+        Raises
+        ------
+        KeyError
+            If the trace carries no ledger.
+        """
+        if LEDGER_ATTR in idata.attrs:
+            return cls.from_json(str(idata.attrs[LEDGER_ATTR]))
+        if LEDGER_GROUP in idata.children:
+            return cls.from_dataset(idata[LEDGER_GROUP].to_dataset())
+        raise KeyError("this trace carries no privacy ledger")
+
+    def attach(self, idata: xr.DataTree) -> xr.DataTree:
+        """Store the ledger in ``idata`` (group and root attribute), in place; returns it."""
+        idata[LEDGER_GROUP] = self.to_dataset()
+        idata.attrs[LEDGER_ATTR] = self.to_json()
+        return idata
+
+    def copy(self) -> PrivacyLedger:
+        """A new ledger with the same budget and events."""
+        return PrivacyLedger(budget=self.budget, events=self._events)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __repr__(self) -> str:
+        budget = "none" if self.budget is None else f"({self.budget[0]:g}, {self.budget[1]:g})"
+        return (
+            f"PrivacyLedger(events={len(self)}, epsilon={self.epsilon:g}, "
+            f"delta={self.delta:g}, budget={budget}, composition={self.composition})"
+        )
+
+
+def _parse_budget(budget: float | tuple[float, float] | None) -> tuple[float, float] | None:
+    if budget is None:
+        return None
+    if isinstance(budget, tuple | list):
+        eps, delta = budget
+    else:
+        eps, delta = budget, 0.0
+    return validate_epsilon(eps, "budget epsilon"), validate_delta(delta, "budget delta")

@@ -1,0 +1,97 @@
+"""Build the *private model*: the user's model with raw data replaced by released statistics.
+
+Every observed likelihood handled by a release is removed and replaced by a potential
+``<observed>_released`` equal to the conjugate log-likelihood of the projected noisy
+statistics, Σ_g Σ_j Ŝ_gj log θ_gj (Foulds et al. 2016, §3.2: plug Ŝ into eq. 11). Data
+containers that only the removed likelihoods used are dropped. The private model therefore
+holds no raw record: NUTS steps for other variables, the ``lp`` sampler statistic,
+``observed_data``, ``constant_data`` and ``log_likelihood`` can no longer read private data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pymc as pm
+from pymc.model.fgraph import (
+    ModelNamed,
+    ModelObservedRV,
+    fgraph_from_model,
+    model_from_fgraph,
+    model_potential,
+)
+from pytensor.graph.traversal import ancestors
+
+from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.families import FAMILIES
+from pymc_dp.release import ReleasedStatistics
+
+__all__ = ["RELEASED_TAG", "build_private_model", "released_statistics_of"]
+
+RELEASED_TAG = "pymc_dp_released"
+"""Tag set on the Beta/Dirichlet variables of a private model; value: list of releases."""
+
+
+def _family(release: ReleasedStatistics):
+    return next(f for f in FAMILIES.values() if f.name == release.family)
+
+
+def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics]) -> pm.Model:
+    """A clone of ``model`` whose observed likelihoods are replaced by released statistics.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If an observed variable has no release, or a data container (``pm.Data``) is still
+        needed by the remaining model (pymc_dp treats data containers as private).
+    """
+    releases = list(releases)
+    by_observed = {r.observed: r for r in releases}
+    missing = [rv.name for rv in model.observed_RVs if rv.name not in by_observed]
+    if missing:
+        raise NonPrivateModelError(f"observed variables without a private release: {missing}")
+    fgraph, memo = fgraph_from_model(model)
+    for release in releases:
+        observed_var = memo[model[release.observed]]
+        prior_var = memo[model[release.prior]]
+        # Written per group on the prior itself (not on p[group]): no group label survives.
+        loglik = _family(release).log_likelihood(prior_var, release.table)
+        fgraph.remove_output(fgraph.outputs.index(observed_var))
+        fgraph.add_output(model_potential(loglik, f"{release.observed}_released"))
+    _drop_unused_data(fgraph)
+    still_needed = [
+        out.owner.op.name
+        for out in fgraph.outputs
+        if out.owner is not None and isinstance(out.owner.op, ModelNamed)
+    ]
+    if still_needed:
+        raise NonPrivateModelError(
+            f"data containers {still_needed} are used outside the private likelihoods; "
+            "pymc_dp treats pm.Data as private. Pass public constants as plain arrays."
+        )
+    private = model_from_fgraph(fgraph, mutate_fgraph=True)
+    for prior_name in {r.prior for r in releases}:
+        private[prior_name].tag.__dict__[RELEASED_TAG] = [
+            r for r in releases if r.prior == prior_name
+        ]
+    assert not private.observed_RVs
+    return private
+
+
+def _drop_unused_data(fgraph) -> None:
+    """Remove data-container outputs that no remaining model variable depends on."""
+    named = [
+        out
+        for out in fgraph.outputs
+        if out.owner is not None and isinstance(out.owner.op, ModelNamed | ModelObservedRV)
+    ]
+    others = [out for out in fgraph.outputs if out not in named]
+    used = set(ancestors(others))
+    for out in named:
+        if isinstance(out.owner.op, ModelNamed) and out.owner.inputs[0] not in used:
+            fgraph.remove_output(fgraph.outputs.index(out))
+
+
+def released_statistics_of(rv) -> list[ReleasedStatistics]:
+    """The releases attached to a variable of a private model ([] if none)."""
+    return list(getattr(rv.tag, RELEASED_TAG, []))
