@@ -94,7 +94,7 @@ class ConjugateFamily(ABC):
 
 def group_sums(record_stats: np.ndarray, groups: np.ndarray | None, n_groups: int) -> np.ndarray:
     """Sum per-record statistics within groups: (n, d) → (n_groups, d), float64."""
-    n_records, n_stats = record_stats.shape
+    n_stats = record_stats.shape[1]
     if groups is None:
         return record_stats.sum(axis=0, keepdims=True).astype(np.float64)
     table = np.empty((n_groups, n_stats), dtype=np.float64)

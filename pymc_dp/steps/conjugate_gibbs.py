@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pymc as pm
@@ -120,7 +121,7 @@ class PrivateConjugateGibbs(BlockedStep):
 
     name = "private_conjugate_gibbs"
     default_blocked = True
-    stats_dtypes_shapes = {"privacy_epsilon": (np.float64, [])}
+    stats_dtypes_shapes: ClassVar = {"privacy_epsilon": (np.float64, [])}
     _state_class = StepMethodState
 
     def __init__(
