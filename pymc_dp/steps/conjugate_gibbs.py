@@ -231,8 +231,13 @@ def _prior_parameter_function(model: pm.Model, rv) -> Callable[[dict], tuple[np.
         values = tuple(np.asarray(p.eval(), dtype=np.float64) for p in params)
         return lambda point: values
     outputs = model.replace_rvs_by_values(params)
-    fn = model.compile_fn(outputs, point_fn=True, on_unused_input="ignore")
-    return lambda point: tuple(np.asarray(v, dtype=np.float64) for v in fn(point))
+    value_vars = set(model.value_vars)
+    inputs = [a for a in ancestors(outputs) if a in value_vars]
+    fn = model.compile_fn(outputs, inputs=inputs, point_fn=False, on_unused_input="ignore")
+    names = [v.name for v in inputs]
+    return lambda point: tuple(
+        np.asarray(v, dtype=np.float64) for v in fn(*(point[name] for name in names))
+    )
 
 
 def _forward_transform(model: pm.Model, rv) -> Callable[[np.ndarray], np.ndarray]:
