@@ -122,7 +122,7 @@ class PrivacyEvent:
     noise_backend : str
         Source of the noise: ``"opendp"`` (floating-point safe) or ``"numpy"``.
     noise_scale : float
-        Scale of the noise (Laplace b = sensitivity / epsilon); NaN when not applicable.
+        Scale of the noise (Laplace b = sensitivity / epsilon); None when not applicable.
     statistic : str
         What was released, in words.
     source : str
@@ -138,7 +138,7 @@ class PrivacyEvent:
     neighbouring: str
     variables: tuple[str, ...]
     noise_backend: str
-    noise_scale: float = float("nan")
+    noise_scale: float | None = None
     statistic: str = ""
     source: str = ""
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
@@ -274,7 +274,7 @@ class PrivacyLedger:
             if column == "variables":
                 values = [",".join(v) for v in values]
             if column in {"epsilon", "delta", "sensitivity", "noise_scale"}:
-                array = np.asarray(values, dtype=np.float64)
+                array = np.asarray([np.nan if v is None else v for v in values], np.float64)
             else:
                 array = (
                     np.asarray(values, dtype=object).astype(str)

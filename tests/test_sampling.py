@@ -23,8 +23,13 @@ from pymc_dp.conjugacy import analyse_model
 from pymc_dp.reference import exact_conjugate_posterior
 from pymc_dp.release import release_sufficient_statistics, sufficient_statistics
 
-FAST = {"tune": 50, "chains": 1, "cores": 1, "progressbar": False,
-        "compute_convergence_checks": False}
+FAST = {
+    "tune": 50,
+    "chains": 1,
+    "cores": 1,
+    "progressbar": False,
+    "compute_convergence_checks": False,
+}
 
 
 def grouped_bernoulli(n=3000, seed=0, y=None, groups=None, coords=True):
@@ -109,12 +114,12 @@ def test_one_group_binary_releases_one_count_with_sensitivity_one():
 def test_neighbouring_relation_sets_the_sensitivity(neighbouring, sensitivity):
     model, *_ = grouped_bernoulli(n=100)
     with model:
-        idata = pymc_dp.sample(
-            50, epsilon=2.0, neighbouring=neighbouring, **numpy_noise(), **FAST
-        )
+        idata = pymc_dp.sample(50, epsilon=2.0, neighbouring=neighbouring, **numpy_noise(), **FAST)
     [event] = PrivacyLedger.from_datatree(idata).events
     assert (event.neighbouring, event.sensitivity, event.noise_scale) == (
-        neighbouring, sensitivity, sensitivity / 2.0
+        neighbouring,
+        sensitivity,
+        sensitivity / 2.0,
     )
 
 
@@ -130,8 +135,12 @@ def test_binomial_multinomial_and_hyperprior_next_to_nuts():
         theta = pm.Dirichlet("theta", np.ones(3))
         pm.Multinomial("c", n=4, p=theta, observed=counts)
         idata = pymc_dp.sample(
-            500, epsilon={"s": 1.0, "c": 1.0}, max_trials={"s": 5}, random_seed=2,
-            **numpy_noise(), **FAST,
+            500,
+            epsilon={"s": 1.0, "c": 1.0},
+            max_trials={"s": 5},
+            random_seed=2,
+            **numpy_noise(),
+            **FAST,
         )
     ledger = PrivacyLedger.from_datatree(idata)
     assert [e.sensitivity for e in ledger.events] == [10.0, 8.0]  # 2·max_trials; 2·n
@@ -148,7 +157,13 @@ def test_multichain_multicore_run_releases_once():
     model, *_ = grouped_bernoulli(n=300)
     with model:
         idata = pymc_dp.sample(
-            100, epsilon=1.0, tune=20, chains=3, cores=2, progressbar=False, random_seed=4,
+            100,
+            epsilon=1.0,
+            tune=20,
+            chains=3,
+            cores=2,
+            progressbar=False,
+            random_seed=4,
             compute_convergence_checks=False,
         )
     ledger = PrivacyLedger.from_datatree(idata)
@@ -196,7 +211,7 @@ def test_step_constructed_by_hand_releases_once_and_is_reused():
 
 
 def test_ledger_round_trips_through_json_dataset_and_netcdf(tmp_path):
-    model, y, groups = grouped_bernoulli(n=400)
+    model, *_ = grouped_bernoulli(n=400)
     with model:
         idata = pymc_dp.sample(100, epsilon=1.0, budget=(2.0, 0.0), **{**FAST, "chains": 2})
     path = tmp_path / "trace.nc"
@@ -218,20 +233,21 @@ def test_trace_never_contains_raw_records(tmp_path):
     rng = np.random.default_rng(11)
     n = 257
     groups = rng.integers(0, 3, n)
-    # Marker values that appear nowhere else: raw records must not reach the trace.
+    # n = 257 is a length nothing else has: no array in the trace may have a record axis.
     y = rng.integers(0, 2, n)
-    with pm.Model(coords={"g": ["a", "b", "c"]}) as model:
+    with pm.Model(coords={"g": ["a", "b", "c"]}):
         idx = pm.Data("group_index", groups)
         p = pm.Beta("p", 1, 1, dims="g")
         pm.Bernoulli("y", p=p[idx], observed=y)
-        idata = pymc_dp.sample(
-            30, epsilon=1.0, idata_kwargs={"log_likelihood": True}, **FAST
-        )
+        idata = pymc_dp.sample(30, epsilon=1.0, idata_kwargs={"log_likelihood": True}, **FAST)
     path = tmp_path / "trace.nc"
     idata.to_netcdf(path, engine="h5netcdf")
     loaded = xr.open_datatree(path, engine="h5netcdf")
     assert set(loaded.children) <= {
-        "posterior", "sample_stats", "released_statistics", "privacy_ledger"
+        "posterior",
+        "sample_stats",
+        "released_statistics",
+        "privacy_ledger",
     }
     for node in loaded.subtree:
         for var in node.dataset.variables.values():
@@ -281,8 +297,13 @@ def _assert_refused(build, error=InvalidPrivateDataError, match=None, epsilon=1.
     with build():
         with pytest.raises(error, match=match):
             pymc_dp.sample(
-                10, epsilon=epsilon, ledger=ledger, noise_backend="numpy", noise_rng=noise,
-                **kwargs, **FAST,
+                10,
+                epsilon=epsilon,
+                ledger=ledger,
+                noise_backend="numpy",
+                noise_rng=noise,
+                **kwargs,
+                **FAST,
             )
     assert len(ledger) == 0 and noise.bit_generator.state == state
 
@@ -294,6 +315,7 @@ def _bernoulli(y):
             p = pm.Beta("p", 1, 1)
             pm.Bernoulli("outcome", p=p, observed=y)
         return model
+
     return build
 
 
