@@ -77,10 +77,22 @@ class ConjugateFamily(ABC):
         """
 
     @abstractmethod
+    def posterior_parameters(
+        self, prior_params: tuple[np.ndarray, ...], table: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """Conjugate posterior parameters given the (G, d) table (eq. 11)."""
+
+    @abstractmethod
+    def sample_posterior(
+        self, rng: np.random.Generator, posterior_params: tuple[np.ndarray, ...]
+    ) -> np.ndarray:
+        """One draw from the distribution with ``posterior_params``."""
+
     def posterior_draw(
         self, rng: np.random.Generator, prior_params: tuple[np.ndarray, ...], table: np.ndarray
     ) -> np.ndarray:
         """One draw from the conjugate posterior given the (G, d) table (eq. 11)."""
+        return self.sample_posterior(rng, self.posterior_parameters(prior_params, table))
 
     @staticmethod
     def record_l1_bound(domain: RecordDomain) -> float:

@@ -33,11 +33,16 @@ class _BetaFamily(ConjugateFamily):
         failures = pt.as_tensor(table[:, 1])
         return pt.sum(successes * pt.log(theta) + failures * pt.log1p(-theta))
 
-    def posterior_draw(
-        self, rng: np.random.Generator, prior_params: tuple[np.ndarray, ...], table: np.ndarray
-    ) -> np.ndarray:
+    def posterior_parameters(
+        self, prior_params: tuple[np.ndarray, ...], table: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
         alpha, beta = prior_params
-        draw = rng.beta(alpha + table[:, 0], beta + table[:, 1])
+        return alpha + table[:, 0], beta + table[:, 1]
+
+    def sample_posterior(
+        self, rng: np.random.Generator, posterior_params: tuple[np.ndarray, ...]
+    ) -> np.ndarray:
+        draw = rng.beta(*posterior_params)
         # Keep the draw inside (0, 1) so that the log-odds transform stays finite.
         return np.clip(draw, _TINY, 1.0 - np.finfo(np.float64).epsneg)
 

@@ -31,11 +31,16 @@ class _DirichletFamily(ConjugateFamily):
     def log_likelihood(self, theta: pt.TensorVariable, table: np.ndarray) -> pt.TensorVariable:
         return pt.sum(pt.as_tensor(table) * pt.log(theta))
 
-    def posterior_draw(
-        self, rng: np.random.Generator, prior_params: tuple[np.ndarray, ...], table: np.ndarray
-    ) -> np.ndarray:
+    def posterior_parameters(
+        self, prior_params: tuple[np.ndarray, ...], table: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
         (concentration,) = prior_params
-        gammas = rng.standard_gamma(concentration + table)
+        return (concentration + table,)
+
+    def sample_posterior(
+        self, rng: np.random.Generator, posterior_params: tuple[np.ndarray, ...]
+    ) -> np.ndarray:
+        gammas = rng.standard_gamma(posterior_params[0])
         gammas = np.maximum(gammas, _TINY)  # tiny shapes can underflow to exactly 0
         return gammas / gammas.sum(axis=-1, keepdims=True)
 

@@ -51,10 +51,19 @@ class _ConjugateUpdate:
     param_shape: tuple[int, ...]  # (G,) for Beta, (G, K) for Dirichlet
     prior_params: Callable[[dict], tuple[np.ndarray, ...]]
     forward: Callable[[np.ndarray], np.ndarray]
+    constant_prior: bool = False
+
+    def __post_init__(self) -> None:
+        # With constant prior parameters the posterior parameters never change: compute once.
+        self._fixed = self._posterior_parameters({}) if self.constant_prior else None
+
+    def _posterior_parameters(self, point: dict) -> tuple[np.ndarray, ...]:
+        params = tuple(np.broadcast_to(p, self.param_shape) for p in self.prior_params(point))
+        return self.family.posterior_parameters(params, self.table)
 
     def draw(self, rng: np.random.Generator, point: dict) -> np.ndarray:
-        params = tuple(np.broadcast_to(p, self.param_shape) for p in self.prior_params(point))
-        draw = self.family.posterior_draw(rng, params, self.table).reshape(self.shape)
+        params = self._fixed if self._fixed is not None else self._posterior_parameters(point)
+        draw = self.family.sample_posterior(rng, params).reshape(self.shape)
         return np.asarray(self.forward(draw), dtype=np.float64)
 
 
@@ -213,31 +222,38 @@ def _make_update(model: pm.Model, rv, releases: list[ReleasedStatistics]) -> _Co
     family = next(f for f in FAMILIES.values() if f.name == releases[0].family)
     table = np.sum([r.table for r in releases], axis=0)  # same family prior: same shape
     shape = tuple(int(s) for s in model.eval_rv_shapes()[rv.name])
+    prior_params, constant = _prior_parameter_function(model, rv)
     return _ConjugateUpdate(
         value_name=model.rvs_to_values[rv].name,
         family=family,
         table=table,
         shape=shape,
         param_shape=table.shape if family.prior == "dirichlet" else table.shape[:1],
-        prior_params=_prior_parameter_function(model, rv),
+        prior_params=prior_params,
         forward=_forward_transform(model, rv),
+        constant_prior=constant,
     )
 
 
-def _prior_parameter_function(model: pm.Model, rv) -> Callable[[dict], tuple[np.ndarray, ...]]:
+def _prior_parameter_function(
+    model: pm.Model, rv
+) -> tuple[Callable[[dict], tuple[np.ndarray, ...]], bool]:
+    """(point → prior parameters, whether they are constant)."""
     params = rv.owner.op.dist_params(rv.owner)
     random = set(model.free_RVs)
     if not any(a in random for a in ancestors(params)):
         values = tuple(np.asarray(p.eval(), dtype=np.float64) for p in params)
-        return lambda point: values
+        return (lambda point: values), True
     outputs = model.replace_rvs_by_values(params)
     value_vars = set(model.value_vars)
     inputs = [a for a in ancestors(outputs) if a in value_vars]
     fn = model.compile_fn(outputs, inputs=inputs, point_fn=False, on_unused_input="ignore")
     names = [v.name for v in inputs]
-    return lambda point: tuple(
-        np.asarray(v, dtype=np.float64) for v in fn(*(point[name] for name in names))
-    )
+    return (
+        lambda point: tuple(
+            np.asarray(v, dtype=np.float64) for v in fn(*(point[name] for name in names))
+        )
+    ), False
 
 
 def _forward_transform(model: pm.Model, rv) -> Callable[[np.ndarray], np.ndarray]:
