@@ -93,6 +93,9 @@ def _run_stops(args: argparse.Namespace) -> int:
     print(
         "\nThe non-private columns read the raw records: they are for the data holder's "
         "comparison only and must not be published.\n"
+        "The private intervals are the posterior given the noisy statistics (Foulds et al. "
+        "2016, §3.2): they do not widen for the Laplace noise. Small groups (low released n) "
+        "can be off by several interval widths at small ε.\n"
     )
     print(_ledger_table(ledger).to_string(index=False))
     print(f"Total: ε = {ledger.epsilon:g}, δ = {ledger.delta:g} ({ledger.composition})")
