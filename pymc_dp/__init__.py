@@ -6,6 +6,7 @@ posterior at no further privacy cost, and carry a privacy ledger inside every tr
 
 from pymc.step_methods import STEP_METHODS
 
+from pymc_dp import hmm, models, theory
 from pymc_dp.conjugacy import ConjugateLink, analyse_model
 from pymc_dp.errors import (
     BudgetExceededError,
@@ -22,17 +23,19 @@ from pymc_dp.release import (
     sufficient_statistics_sensitivity,
 )
 from pymc_dp.sampling import private_trace, sample
-from pymc_dp.steps import PrivateConjugateGibbs
+from pymc_dp.steps import NaiveBayesHMMGibbs, PrivateConjugateGibbs
 
 __version__ = "0.1.0"
 
-if PrivateConjugateGibbs not in STEP_METHODS:  # idempotent registration
-    STEP_METHODS.append(PrivateConjugateGibbs)
+for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs):  # idempotent registration
+    if _step not in STEP_METHODS:
+        STEP_METHODS.append(_step)
 
 __all__ = [
     "BudgetExceededError",
     "ConjugateLink",
     "InvalidPrivateDataError",
+    "NaiveBayesHMMGibbs",
     "NonPrivateModelError",
     "PrivacyError",
     "PrivacyEvent",
@@ -42,9 +45,12 @@ __all__ = [
     "__version__",
     "analyse_model",
     "build_private_model",
+    "hmm",
+    "models",
     "private_trace",
     "release_sufficient_statistics",
     "sample",
     "sufficient_statistics",
     "sufficient_statistics_sensitivity",
+    "theory",
 ]

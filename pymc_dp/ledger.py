@@ -47,6 +47,9 @@ LEDGER_ATTR = "pymc_dp_ledger"
 Neighbouring = Literal["replace-one", "add-remove-one"]
 NEIGHBOURING_RELATIONS: tuple[str, ...] = ("replace-one", "add-remove-one")
 _SCHEMA_VERSION = 1
+_FLOAT_COLUMNS = frozenset(
+    {"epsilon", "delta", "sensitivity", "noise_scale", "temperature", "worst_case_epsilon"}
+)
 _TOLERANCE = 1e-12  # relative slack for floating-point sums of epsilons
 
 
@@ -127,6 +130,14 @@ class PrivacyEvent:
         What was released, in words.
     source : str
         Paper, section and equation the mechanism implements.
+    temperature : float or None
+        Temperature T of a posterior-sampling (exponential) mechanism; None for noise mechanisms.
+    assumes_convergence : bool
+        True when the guarantee holds only if the MCMC chain that produced the released draw
+        has converged to its target (one posterior sample, Foulds et al. 2016, §4).
+    worst_case_epsilon : float or None
+        For ``assumes_convergence`` events: the epsilon of the whole chain by sequential
+        composition of every update, which holds without the convergence assumption.
     time : str
         ISO 8601 UTC time at which the event was recorded (before the value was returned).
     """
@@ -141,6 +152,9 @@ class PrivacyEvent:
     noise_scale: float | None = None
     statistic: str = ""
     source: str = ""
+    temperature: float | None = None
+    assumes_convergence: bool = False
+    worst_case_epsilon: float | None = None
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def __post_init__(self) -> None:
@@ -273,8 +287,10 @@ class PrivacyLedger:
             values = [getattr(e, column) for e in self._events]
             if column == "variables":
                 values = [",".join(v) for v in values]
-            if column in {"epsilon", "delta", "sensitivity", "noise_scale"}:
+            if column in _FLOAT_COLUMNS:
                 array = np.asarray([np.nan if v is None else v for v in values], np.float64)
+            elif column == "assumes_convergence":
+                array = np.asarray(values, dtype=bool)
             else:
                 array = (
                     np.asarray(values, dtype=object).astype(str)

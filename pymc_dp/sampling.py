@@ -19,15 +19,17 @@ from pymc.model import modelcontext
 
 from pymc_dp.conjugacy import analyse_model
 from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.hmm.sampling import sample_hmm
 from pymc_dp.ledger import PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend
+from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 from pymc_dp.private_model import build_private_model
 from pymc_dp.release import ReleasedStatistics, release_all
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 
 __all__ = ["MECHANISMS", "RELEASED_GROUP", "SAFE_GROUPS", "private_trace", "sample"]
 
-MECHANISMS: tuple[str, ...] = ("laplace",)
+MECHANISMS: tuple[str, ...] = ("laplace", "ops")
 SAFE_GROUPS: tuple[str, ...] = (
     "posterior",
     "sample_stats",
@@ -79,8 +81,12 @@ def sample(
         Delta allotted to the run (0 <= delta < 1). The Laplace mechanism spends none.
     neighbouring : {"replace-one", "add-remove-one"}
         "replace-one" (default; n public) or "add-remove-one".
-    mechanism : {"laplace"}
-        Release mechanism.
+    mechanism : {"laplace", "ops"}
+        ``"laplace"`` (default): Laplace-privatised sufficient statistics (count tensor for a
+        naive-Bayes HMM). ``"ops"``: one posterior sample at temperature 2Δ/ε — for models
+        built by :func:`pymc_dp.models.naive_bayes_hmm` with ``truncation``; only the last
+        draw of each chain is kept and its guarantee assumes convergence (see
+        :func:`pymc_dp.hmm.sample_hmm`).
     budget : float or (float, float), optional
         (epsilon, delta) budget for a new ledger; exclusive with ``ledger``.
     ledger : PrivacyLedger, optional
@@ -130,6 +136,30 @@ def sample(
         raise ValueError("give either a ledger (with its own budget) or a budget, not both")
     run_ledger = ledger if ledger is not None else PrivacyLedger(budget=budget)
     spent_before = len(run_ledger)
+    spec = hmm_spec_of(model)
+    if spec is not None:
+        if step is not None or max_trials is not None:
+            raise ValueError("a naive-Bayes HMM takes hmm_method='ffbs'|'collapsed', not step")
+        if epsilon is None or isinstance(epsilon, Mapping):
+            raise ValueError("a naive-Bayes HMM needs one total epsilon (a float)")
+        idata, released = sample_hmm(
+            spec,
+            draws,
+            epsilon=epsilon,
+            mechanism=mechanism,
+            neighbouring=neighbouring,
+            ledger=run_ledger,
+            noise_backend=noise_backend,
+            noise_rng=noise_rng,
+            **kwargs,
+        )
+        idata[RELEASED_GROUP] = released
+        return _run_ledger(run_ledger, spent_before).attach(idata)
+    if mechanism != "laplace":
+        raise ValueError(
+            f"mechanism {mechanism!r} is available for naive-Bayes HMMs only; "
+            "conjugate models are released with 'laplace'"
+        )
 
     provided = _as_private_steps(step)
     releases = _adopt_step_releases(provided, run_ledger)
@@ -157,9 +187,12 @@ def sample(
     with private:
         steps = [PrivateConjugateGibbs([private[name] for name in released_priors])]
         idata = pm.sample(draws, step=steps, model=private, **kwargs)
-    run_events = PrivacyLedger(budget=run_ledger.budget)
-    run_events._events = list(run_ledger.events[spent_before:])
-    return private_trace(idata, releases, run_events, model)
+    return private_trace(idata, releases, _run_ledger(run_ledger, spent_before), model)
+
+
+def _run_ledger(ledger: PrivacyLedger, spent_before: int) -> PrivacyLedger:
+    """This run's events (a shared ledger may hold earlier ones), under the same budget."""
+    return PrivacyLedger(budget=ledger.budget, events=ledger.events[spent_before:])
 
 
 def private_trace(

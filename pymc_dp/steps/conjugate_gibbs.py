@@ -17,8 +17,6 @@ from typing import ClassVar
 
 import numpy as np
 import pymc as pm
-import pytensor
-import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
@@ -36,6 +34,7 @@ from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.private_model import released_statistics_of
 from pymc_dp.release import ReleasedStatistics, release_all
+from pymc_dp.steps.transforms import forward_transform
 
 __all__ = ["PrivateConjugateGibbs"]
 
@@ -230,7 +229,7 @@ def _make_update(model: pm.Model, rv, releases: list[ReleasedStatistics]) -> _Co
         shape=shape,
         param_shape=table.shape if family.prior == "dirichlet" else table.shape[:1],
         prior_params=prior_params,
-        forward=_forward_transform(model, rv),
+        forward=forward_transform(model, rv),
         constant_prior=constant,
     )
 
@@ -254,11 +253,3 @@ def _prior_parameter_function(
             np.asarray(v, dtype=np.float64) for v in fn(*(point[name] for name in names))
         )
     ), False
-
-
-def _forward_transform(model: pm.Model, rv) -> Callable[[np.ndarray], np.ndarray]:
-    transform = model.rvs_to_transforms.get(rv)
-    if transform is None:
-        return lambda x: x
-    x = pt.tensor("x", dtype="float64", shape=rv.type.shape)
-    return pytensor.function([x], transform.forward(x, *rv.owner.inputs), on_unused_input="ignore")

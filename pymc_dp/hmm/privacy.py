@@ -1,0 +1,264 @@
+"""Privacy of the naive-Bayes HMM: Laplace count tensor and one posterior sample (OPS).
+
+Unit of privacy: one record. Neighbouring datasets replace one record (default) — its
+field values *and* its (region, time) cell may change — or add/remove one record.
+
+**Laplace** (Foulds et al. 2016, §3.2 eq. 16–17 applied as in App. E.1). Replacing one
+record removes 1 from one entry of every feature's count vector in its old cell and adds 1 in
+its new cell: the L1 change of the whole tensor n[r, t, d, j] is at most 2·D (D under
+add/remove). Foulds et al. state 2 per feature vector and spend ε = 1 on each of 5 features
+(total 5); 2·D for the tensor is the same total and also covers a record that moves cells,
+which the paper does not discuss. One release, one ledger event; everything sampled from the
+noisy tensor afterwards is post-processing.
+
+**OPS** (§3.1 eq. 10, 13–15; App. E.1). With emission Dirichlets truncated at
+a0_d = 1/(M·K_d), one record's log-likelihood Σ_d log θ^{(z,d)}_{x_d} is bounded, and
+replacing it changes the log-likelihood of any (θ, A, z) by at most
+
+    Δ = Σ_d Δ_d,  Δ_d = log((1 - (K_d - 1)·a0_d) / a0_d) = log((M - 1)·K_d + 1),
+
+so one draw of (θ, A, z) from the joint at temperature T = 2Δ/ε is ε-DP — *if* the Gibbs
+chain producing it has converged. Without that assumption the chain is a composition of
+exponential mechanisms: each FFBS state update is an exact draw at T and costs 2Δ/T; each of
+the K_d - 1 pair updates of the truncated-Dirichlet kernel for feature d changes a score
+whose range moves by at most 2Δ_d and costs 2Δ_d/T; transition updates read no data.
+:func:`ops_worst_case_epsilon` composes these over every sweep, tuning included
+(cf. Foulds' "ε^(Gibbs) <= 400ε", §5.2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pymc_dp.hmm.cells import CellCounts, validate_counts
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
+from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
+from pymc_dp.theory import ops_temperature
+
+__all__ = [
+    "OPSCost",
+    "cell_counts_sensitivity",
+    "emission_lower_bounds",
+    "log_likelihood_bound",
+    "ops_cost",
+    "ops_worst_case_epsilon",
+    "record_ops_release",
+    "release_cell_counts",
+]
+
+LAPLACE_SOURCE = (
+    "Foulds et al. 2016, §3.2 eq. (16)-(17) and App. E.1: Laplace noise on the count tensor "
+    "n[r,t,d,j], L1 sensitivity 2·D (replace-one), projected to >= 0"
+)
+OPS_SOURCE = (
+    "Foulds et al. 2016, §3.1 eq. (10), (13)-(15), §4 eq. (19) and App. E.1: one draw of "
+    "(θ, A, z) at temperature T = 2Δ/ε, emissions truncated at a0_d = 1/(M·K_d)"
+)
+
+
+def cell_counts_sensitivity(n_features: int, neighbouring: str = "replace-one") -> float:
+    """L1 sensitivity of the (R, T, D, J) count tensor: 2·D (replace-one) or D (add/remove)."""
+    validate_neighbouring(neighbouring)
+    if n_features < 1:
+        raise ValueError("need at least one feature")
+    return float((2 if neighbouring == "replace-one" else 1) * n_features)
+
+
+def release_cell_counts(
+    counts: CellCounts,
+    epsilon: float,
+    *,
+    ledger: PrivacyLedger,
+    neighbouring: str = "replace-one",
+    backend: NoiseBackend = "opendp",
+    rng: np.random.Generator | None = None,
+    variables: tuple[str, ...] = ("states", "emission"),
+) -> CellCounts:
+    """Release the count tensor once with Laplace noise and project it to >= 0.
+
+    Every entry of every declared category (padded entries j >= K_d are public zeros and stay
+    0) gets Laplace(2·D/ε) noise (D/ε under add/remove); negative results are clamped to 0
+    (projection, post-processing, Foulds eq. 16). The ledger records one (ε, 0) event before
+    the noisy counts are returned.
+
+    Parameters
+    ----------
+    counts : CellCounts
+        Raw counts (``noisy=False``), shape (R, T, D, J).
+    epsilon : float
+        Total ε of the release (not per feature).
+    ledger : PrivacyLedger
+    neighbouring : {"replace-one", "add-remove-one"}
+    backend : {"opendp", "numpy"}
+        Noise source (NumPy for tests and simulations only).
+    rng : numpy.random.Generator, optional
+        For the NumPy backend.
+    variables : tuple of str
+        Model variables the release feeds (for the ledger).
+
+    Returns
+    -------
+    CellCounts
+        Same grid, ``noisy=True``, float counts >= 0.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        If the counts are NaN, negative or non-zero outside a feature's categories.
+    ValueError
+        If the counts are already noisy, or epsilon/neighbouring/backend are invalid.
+    BudgetExceededError
+        If the ledger's budget would be exceeded (nothing is released).
+    """
+    if counts.noisy:
+        raise ValueError("these counts are already a private release")
+    validate_counts(counts.counts, counts.n_categories)
+    mask = np.broadcast_to(counts.category_mask, counts.shape)
+    n_regions, n_times, n_features, _ = counts.shape
+    noisy_entries = release_laplace(
+        counts.counts[mask],
+        sensitivity=cell_counts_sensitivity(n_features, neighbouring),
+        epsilon=epsilon,
+        ledger=ledger,
+        neighbouring=neighbouring,
+        variables=variables,
+        statistic=(
+            f"cell count tensor n[r,t,d,j]: {n_regions} regions x {n_times} time steps, "
+            f"{n_features} features, {int(mask.sum())} entries"
+        ),
+        source=LAPLACE_SOURCE,
+        backend=backend,
+        rng=rng,
+    )
+    noisy = np.zeros(counts.shape)
+    noisy[mask] = np.maximum(noisy_entries, 0.0)
+    return counts.with_counts(noisy, noisy=True)
+
+
+def emission_lower_bounds(n_categories, truncation: float) -> np.ndarray:
+    """a0_d = 1/(M·K_d) for each feature (Foulds App. E.1), shape (D,).
+
+    Raises
+    ------
+    ValueError
+        If M <= 1 (then a0_d >= 1/K_d and the truncated simplex is a point or empty).
+    """
+    truncation = float(truncation)
+    if not math.isfinite(truncation) or truncation <= 1:
+        raise ValueError(f"truncation M must be a finite number > 1, got {truncation!r}")
+    return 1.0 / (truncation * np.asarray(n_categories, dtype=np.float64))
+
+
+def log_likelihood_bound(n_categories, lower) -> float:
+    """Δ = Σ_d log((1 - (K_d - 1)·a0_d) / a0_d), in nats (Foulds eq. 15 generalised).
+
+    The largest change of one record's log-likelihood Σ_d log θ^{(z,d)}_{x_d} when the record
+    is replaced, over the truncated parameter space.
+
+    Raises
+    ------
+    ValueError
+        If ``lower`` is None (untruncated: Δ = ∞) or some a0_d is not in (0, 1/K_d).
+    """
+    if lower is None:
+        raise ValueError(
+            "the emission Dirichlets are not truncated, so one record's log-likelihood is "
+            "unbounded (Δ = ∞); build the model with truncation=M (a0_d = 1/(M·K_d))"
+        )
+    n_categories = np.asarray(n_categories, dtype=np.float64)
+    lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), n_categories.shape)
+    if np.any(~((lower > 0) & (lower * n_categories < 1))):
+        raise ValueError("each truncation a0_d must lie in (0, 1/K_d)")
+    return float(np.sum(np.log((1 - (n_categories - 1) * lower) / lower)))
+
+
+class OPSCost:
+    """Temperature and costs of one OPS draw of the HMM (see the module docstring).
+
+    Attributes
+    ----------
+    delta : float
+        Δ, nats.
+    temperature : float
+        T = max(1, 2Δ/ε): above ε = 2Δ the exact posterior is used (never sharpened).
+    epsilon : float
+        ε charged for one converged draw: min(ε requested, 2Δ).
+    sweep_epsilon : float
+        Worst-case cost of one full Gibbs sweep (states + emissions), by composition.
+    """
+
+    def __init__(self, n_categories, lower, epsilon: float) -> None:
+        validate_epsilon(epsilon)
+        n_categories = np.asarray(n_categories, dtype=np.float64)
+        lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), n_categories.shape)
+        self.delta = log_likelihood_bound(n_categories, lower)
+        self.temperature = max(1.0, ops_temperature(self.delta, epsilon))
+        self.epsilon = 2.0 * self.delta / self.temperature
+        per_feature = np.log((1 - (n_categories - 1) * lower) / lower)
+        theta_cost = float(np.sum((n_categories - 1) * 2.0 * per_feature)) / self.temperature
+        self.sweep_epsilon = self.epsilon + theta_cost
+
+    def __repr__(self) -> str:
+        return (
+            f"OPSCost(delta={self.delta:.4g}, temperature={self.temperature:.4g}, "
+            f"epsilon={self.epsilon:.4g}, sweep_epsilon={self.sweep_epsilon:.4g})"
+        )
+
+
+def ops_cost(n_categories, lower, epsilon: float) -> OPSCost:
+    """The :class:`OPSCost` of a model with these features and truncations at ε."""
+    return OPSCost(n_categories, lower, epsilon)
+
+
+def ops_worst_case_epsilon(cost: OPSCost, n_sweeps: int, n_chains: int = 1) -> float:
+    """Composed ε of ``n_sweeps`` sweeps (tuning included) in each of ``n_chains`` chains."""
+    if n_sweeps < 1 or n_chains < 1:
+        raise ValueError("need at least one sweep and one chain")
+    return cost.sweep_epsilon * n_sweeps * n_chains
+
+
+def record_ops_release(
+    ledger: PrivacyLedger,
+    cost: OPSCost,
+    *,
+    n_sweeps: int,
+    n_chains: int,
+    neighbouring: str,
+    variables: tuple[str, ...],
+) -> PrivacyEvent:
+    """Charge ``ledger`` for releasing the last draw of each chain (one OPS draw per chain).
+
+    The event's ε is ``n_chains × cost.epsilon``, flagged ``assumes_convergence``; its
+    ``worst_case_epsilon`` is the composition of every update of every chain.
+
+    Raises
+    ------
+    ValueError
+        Under add/remove-one neighbours: Δ bounds a replaced record; adding one record moves
+        the log-likelihood by up to max_d |log a0_d| per feature, which this release does not
+        calibrate for.
+    BudgetExceededError
+        If the ledger's budget would be exceeded (then nothing may be released).
+    """
+    if validate_neighbouring(neighbouring) != "replace-one":
+        raise ValueError("the HMM OPS release is calibrated for replace-one neighbours only")
+    event = PrivacyEvent(
+        mechanism="one_posterior_sample",
+        epsilon=n_chains * cost.epsilon,
+        delta=0.0,
+        sensitivity=cost.delta,
+        neighbouring=neighbouring,
+        variables=variables,
+        noise_backend="numpy",
+        statistic=(
+            f"last Gibbs draw of {n_chains} chain(s) at temperature {cost.temperature:.4g} "
+            f"after {n_sweeps} sweeps each; the guarantee assumes each chain has converged"
+        ),
+        source=OPS_SOURCE,
+        temperature=cost.temperature,
+        assumes_convergence=True,
+        worst_case_epsilon=ops_worst_case_epsilon(cost, n_sweeps, n_chains),
+    )
+    return ledger.charge(event)

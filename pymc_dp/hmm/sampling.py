@@ -1,0 +1,126 @@
+"""Private sampling of a naive-Bayes HMM: Laplace counts or one posterior sample (OPS).
+
+Called by :func:`pymc_dp.sample` when the model was built by
+:func:`pymc_dp.models.naive_bayes_hmm`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from pymc_dp.hmm.privacy import ops_cost, record_ops_release, release_cell_counts
+from pymc_dp.ledger import PrivacyLedger, validate_epsilon
+from pymc_dp.mechanisms.laplace import NoiseBackend
+from pymc_dp.models.naive_bayes_hmm import NaiveBayesHMMSpec
+from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
+
+__all__ = ["HMM_MECHANISMS", "sample_hmm"]
+
+HMM_MECHANISMS = ("laplace", "ops")
+_KEPT_GROUPS = ("posterior", "sample_stats")
+
+
+def sample_hmm(
+    spec: NaiveBayesHMMSpec,
+    draws: int,
+    *,
+    epsilon: float,
+    mechanism: str,
+    neighbouring: str,
+    ledger: PrivacyLedger,
+    noise_backend: NoiseBackend = "opendp",
+    noise_rng: np.random.Generator | None = None,
+    hmm_method: str = "ffbs",
+    **kwargs,
+) -> tuple[xr.DataTree, xr.Dataset]:
+    """Sample the HMM privately; returns the stripped trace and the released data.
+
+    ``mechanism="laplace"``: release the count tensor once (one event, Laplace(2·D/ε)), rebuild
+    the model on the noisy counts, and run :class:`NaiveBayesHMMGibbs` on it; every draw,
+    chain and tuning step is post-processing. Released group: ``cell_counts`` (noisy,
+    projected to >= 0).
+
+    ``mechanism="ops"``: run :class:`NaiveBayesHMMGibbs` on the raw counts at temperature
+    T = max(1, 2Δ/ε_c), ε_c = ε / chains, and keep **only the last draw of each chain**. The
+    event (ε = chains·ε_c) says the guarantee assumes convergence and gives the worst-case
+    composed ε of all sweeps, tuning included. The budget is checked before sampling and the
+    event recorded before the trace is returned. Released group: empty.
+
+    Raises
+    ------
+    ValueError
+        For an unknown mechanism or method, an untruncated model under OPS (Δ = ∞), a model
+        built on already-released counts, or ``discard_tuned_samples=False`` under OPS.
+    BudgetExceededError
+        If the release would exceed the budget (nothing is released, nothing is sampled).
+    """
+    if mechanism not in HMM_MECHANISMS:
+        raise ValueError(f"an HMM is released with one of {HMM_MECHANISMS}, got {mechanism!r}")
+    validate_epsilon(epsilon)
+    if spec.counts.noisy:
+        raise ValueError(
+            "this model is built on released counts: sample it with pm.sample and "
+            "NaiveBayesHMMGibbs (post-processing); its cost is the release's ledger event"
+        )
+    if mechanism == "laplace":
+        return _sample_laplace(
+            spec, draws, epsilon, neighbouring, ledger, noise_backend, noise_rng, hmm_method, kwargs
+        )
+    return _sample_ops(spec, draws, epsilon, neighbouring, ledger, hmm_method, kwargs)
+
+
+def _sample_laplace(spec, draws, epsilon, neighbouring, ledger, backend, rng, method, kwargs):
+    noisy = release_cell_counts(
+        spec.counts,
+        epsilon,
+        ledger=ledger,
+        neighbouring=neighbouring,
+        backend=backend,
+        rng=rng,
+        variables=spec.variable_names,
+    )
+    private = spec.rebuild(noisy)
+    with private:
+        step = NaiveBayesHMMGibbs(method=method)
+        idata = pm.sample(draws, step=step, **kwargs)
+    released = xr.Dataset({"cell_counts": noisy.to_dataarray()})
+    return _strip(idata, keep_last=False), released
+
+
+def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, kwargs):
+    if kwargs.get("discard_tuned_samples", True) is False:
+        raise ValueError("OPS releases only the last draw; tuning draws cannot be kept")
+    if kwargs.get("compute_convergence_checks"):
+        raise ValueError("OPS cannot report convergence checks: they read every draw")
+    kwargs["compute_convergence_checks"] = False  # warnings computed from all draws would leak
+    chains = int(kwargs.get("chains") or 1)
+    kwargs["chains"] = chains
+    cost = ops_cost(spec.counts.n_categories, spec.lower, epsilon / chains)
+    ledger.check(chains * cost.epsilon)
+    model = spec.rebuild(spec.counts)
+    with model:
+        step = NaiveBayesHMMGibbs(method=method, temperature=cost.temperature)
+        idata = pm.sample(draws, step=step, **kwargs)
+    tune = int(idata["posterior"].attrs.get("tuning_steps", kwargs.get("tune", 1000)))
+    record_ops_release(
+        ledger,
+        cost,
+        n_sweeps=tune + draws,
+        n_chains=chains,
+        neighbouring=neighbouring,
+        variables=spec.variable_names,
+    )
+    return _strip(idata, keep_last=True), xr.Dataset()
+
+
+def _strip(idata: xr.DataTree, *, keep_last: bool) -> xr.DataTree:
+    """Keep posterior and sample stats only (and only their last draw under OPS)."""
+    for name in list(idata.children):
+        if name not in _KEPT_GROUPS:
+            del idata[name]
+    if keep_last:
+        for name in _KEPT_GROUPS:
+            idata[name] = idata[name].to_dataset().isel(draw=[-1])
+    return idata

@@ -1,0 +1,154 @@
+"""PyMC step method for the naive-Bayes HMM (:func:`pymc_dp.models.naive_bayes_hmm`)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pymc as pm
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+
+from pymc_dp.hmm.gibbs import HMMData, sweep
+from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
+from pymc_dp.steps.transforms import compile_transforms
+
+__all__ = ["NaiveBayesHMMGibbs"]
+
+METHODS = ("ffbs", "collapsed")
+
+
+class NaiveBayesHMMGibbs(BlockedStep):
+    """Blocked Gibbs sweep of a naive-Bayes HMM: states, emissions, transitions.
+
+    One ``step`` is one full sweep (Foulds et al. 2016, App. E):
+
+    * states z of every region — ``method="ffbs"``: one exact joint draw by forward-filtering
+      backward-sampling, vectorised over regions (:func:`pymc_dp.hmm.gibbs.ffbs`);
+      ``method="collapsed"``: the paper's single-site updates with A integrated out (eq. 68);
+    * emissions θ^{(k,d)} ~ Dirichlet(n_{d,k,:} + β) (eq. 69) — with a truncated model, one
+      Fang et al. (2000) truncated-Beta Gibbs sweep per row;
+    * transitions A_k ~ Dirichlet(transition counts + α).
+
+    At ``temperature`` T > 1 every update draws from the joint density raised to 1/T (Foulds
+    eq. 10, 19): the one-posterior-sample mechanism. The step itself releases nothing and
+    charges nothing; privacy comes from what it is given — released counts (Laplace) — or from
+    how its draws are released (:func:`pymc_dp.sample` with ``mechanism="ops"`` keeps only the
+    last draw and charges the ledger). On raw counts at T = 1 it is a non-private sampler.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Must be all of the HMM's variables (the default).
+    method : {"ffbs", "collapsed"}
+    temperature : float
+        T >= 1 (the collapsed sampler needs T = 1).
+    model : pm.Model, optional
+        A model built by :func:`~pymc_dp.models.naive_bayes_hmm`.
+    rng, initial_point, compile_kwargs, blocked
+        As for PyMC step methods.
+
+    Raises
+    ------
+    ValueError
+        If the model is not a naive-Bayes HMM, ``vars`` is a strict subset, the method is
+        unknown, or T < 1.
+    """
+
+    name = "naive_bayes_hmm_gibbs"
+    default_blocked = True
+    stats_dtypes_shapes: ClassVar = {
+        "occupied_states": (np.int64, []),
+        "temperature": (np.float64, []),
+    }
+    _state_class = StepMethodState
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        method: str = "ffbs",
+        temperature: float = 1.0,
+        model: pm.Model | None = None,
+        blocked: bool = True,
+        rng=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+    ) -> None:
+        model = modelcontext(model)
+        spec = hmm_spec_of(model)
+        if spec is None:
+            raise ValueError("NaiveBayesHMMGibbs needs a model built by naive_bayes_hmm")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        if not np.isfinite(temperature) or temperature < 1:
+            raise ValueError(f"temperature must be >= 1, got {temperature!r}")
+        if method == "collapsed" and temperature != 1:
+            raise ValueError("the collapsed sampler (eq. 68) runs at temperature 1 only")
+        rvs = [model[name] for name in spec.variable_names]
+        value_vars = [model.rvs_to_values[rv] for rv in rvs]
+        if vars is not None:
+            chosen = {v.name for v in get_value_vars_from_user_vars(vars, model)}
+            if chosen != {v.name for v in value_vars}:
+                raise ValueError(
+                    f"NaiveBayesHMMGibbs updates all of {list(spec.variable_names)} together"
+                )
+        self.vars = value_vars
+        self.method = method
+        self.temperature = float(temperature)
+        self.data = HMMData.from_tensor(
+            spec.counts.counts,
+            spec.counts.n_categories,
+            spec.n_states,
+            alpha=spec.alpha,
+            beta=spec.beta,
+            lower=spec.lower,
+        )
+        self._names = [v.name for v in value_vars]
+        self._forward = compile_transforms(model, rvs[1:], "forward")
+        self._backward = compile_transforms(model, rvs[1:], "backward")
+        self.rng = get_random_generator(rng)
+
+    def _read(self, point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        data = self.data
+        states = np.asarray(point[self._names[0]], dtype=np.int64)
+        transition, *emissions = self._backward(*(point[name] for name in self._names[1:]))
+        emission = np.zeros((data.n_states, data.n_features, data.width))
+        for d, values in enumerate(emissions):
+            emission[:, d, : data.n_categories[d]] = values
+        if data.lower is not None:  # the transform's round trip can land a hair below a0
+            floor = np.where(data.mask, data.lower[:, None], 0.0)
+            emission = np.maximum(emission, floor)
+            emission /= emission.sum(axis=-1, keepdims=True)
+        return states, emission, transition
+
+    def step(self, point: dict) -> tuple[dict, list[dict]]:
+        """One full sweep; returns the new point and the sweep's stats."""
+        states, emission, transition = sweep(
+            self.data,
+            *self._read(point),
+            self.rng,
+            temperature=self.temperature,
+            method=self.method,
+        )
+        new_point = dict(point)
+        new_point[self._names[0]] = states
+        values = self._forward(
+            np.maximum(transition, 1e-300),
+            *(
+                np.maximum(emission[:, d, :size], 1e-300)
+                for d, size in enumerate(self.data.n_categories)
+            ),
+        )
+        new_point.update(zip(self._names[1:], values, strict=True))
+        stats = {
+            "occupied_states": int(np.unique(states).size),
+            "temperature": self.temperature,
+        }
+        return new_point, [stats]
+
+    @staticmethod
+    def competence(var, has_grad):
+        """Never chosen automatically: pass ``step=NaiveBayesHMMGibbs()`` explicitly."""
+        return Competence.INCOMPATIBLE
