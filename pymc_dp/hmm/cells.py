@@ -235,7 +235,7 @@ def _codes(column: pd.Series, domain: Sequence[str], what: str) -> np.ndarray:
             f"{what} has {int(column.isna().sum())} missing values; map them to a declared "
             "category (e.g. 'Missing') before counting"
         )
-    codes = pd.Categorical(column.astype(str), categories=[str(v) for v in domain]).codes
+    codes = pd.Index([str(v) for v in domain]).get_indexer(column.astype(str))
     if np.any(codes < 0):
         unknown = sorted(set(column.astype(str)[codes < 0]))[:5]
         raise InvalidPrivateDataError(

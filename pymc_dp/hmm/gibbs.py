@@ -32,14 +32,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from pymc_dp.truncated import truncated_dirichlet_gibbs
 
 __all__ = [
     "HMMData",
+    "categorical",
     "collapsed_single_site",
     "emission_log_likelihood",
     "ffbs",
+    "simulate_chains",
     "sweep",
     "transition_counts",
     "update_emission",
@@ -109,10 +112,10 @@ def emission_log_likelihood(data: HMMData, emission: np.ndarray) -> np.ndarray:
     return loglik.reshape(data.n_regions, data.n_times, data.n_states)
 
 
-def _categorical(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def categorical(weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw per row from unnormalised non-negative ``weights`` (..., K)."""
     cumulative = np.cumsum(weights, axis=-1)
-    u = rng.uniform(size=weights.shape[:-1] + (1,)) * cumulative[..., -1:]
+    u = rng.uniform(size=(*weights.shape[:-1], 1)) * cumulative[..., -1:]
     return np.minimum((cumulative <= u).sum(axis=-1), weights.shape[-1] - 1)
 
 
@@ -143,7 +146,7 @@ def ffbs(
     -------
     ndarray of int64, shape (R, T)
     """
-    n_regions, n_times, n_states = log_likelihood.shape
+    n_regions, n_times, _ = log_likelihood.shape
     scaled = log_likelihood / temperature if temperature != 1 else log_likelihood
     # per-cell likelihoods scaled by their maximum over states; time-major for contiguous steps
     emission = np.exp(scaled - scaled.max(axis=-1, keepdims=True)).transpose(1, 0, 2).copy()
@@ -157,10 +160,22 @@ def ffbs(
         total = current.sum(axis=-1, keepdims=True)
         filtered[t] = current / np.where(total > 0, total, 1.0)
     states = np.empty((n_times, n_regions), dtype=np.int64)
-    states[-1] = _categorical(filtered[-1], rng)
+    states[-1] = categorical(filtered[-1], rng)
     for t in range(n_times - 2, -1, -1):
-        states[t] = _categorical(filtered[t] * moves[:, states[t + 1]].T, rng)
+        states[t] = categorical(filtered[t] * moves[:, states[t + 1]].T, rng)
     return states.T.copy()
+
+
+def simulate_chains(
+    transition: np.ndarray, n_regions: int, n_times: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Draw R independent state chains of length T from A (row 0: initial); (R, T) int."""
+    states = np.empty((n_regions, n_times), dtype=np.int64)
+    previous = np.zeros(n_regions, dtype=np.int64)
+    for t in range(n_times):
+        states[:, t] = categorical(transition[previous], rng)
+        previous = states[:, t] + 1
+    return states
 
 
 def transition_counts(states: np.ndarray, n_states: int) -> np.ndarray:
@@ -201,9 +216,11 @@ def update_transition(
 
 def emission_counts(data: HMMData, states: np.ndarray) -> np.ndarray:
     """n_{d,k,:} = Σ_{cells with z = k} n[r,t,d,:] (eq. 69), shape (K, D, J)."""
-    one_hot = np.zeros((states.size, data.n_states))
-    one_hot[np.arange(states.size), states.ravel()] = 1.0
-    return (one_hot.T @ data.counts).reshape(data.n_states, data.n_features, data.width)
+    cells = states.size
+    one_hot = sparse.csr_array(
+        (np.ones(cells), (states.ravel(), np.arange(cells))), shape=(data.n_states, cells)
+    )
+    return (one_hot @ data.counts).reshape(data.n_states, data.n_features, data.width)
 
 
 def update_emission(
@@ -280,7 +297,7 @@ def collapsed_single_site(
                     / (row_totals[1 + candidates] + same + n_states * alpha)
                 )
             weight = weight * likelihood[r, t]
-            z = int(_categorical(weight, rng))
+            z = int(categorical(weight, rng))
             states[r, t] = z
             counts[p, z] += 1
             row_totals[p] += 1

@@ -191,9 +191,9 @@ class OPSCost:
 
     def __init__(self, n_categories, lower, epsilon: float) -> None:
         validate_epsilon(epsilon)
+        self.delta = log_likelihood_bound(n_categories, lower)
         n_categories = np.asarray(n_categories, dtype=np.float64)
         lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), n_categories.shape)
-        self.delta = log_likelihood_bound(n_categories, lower)
         self.temperature = max(1.0, ops_temperature(self.delta, epsilon))
         self.epsilon = 2.0 * self.delta / self.temperature
         per_feature = np.log((1 - (n_categories - 1) * lower) / lower)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.hmm.cells import CellCounts, cell_counts
+from pymc_dp.hmm.gibbs import categorical, simulate_chains
 
 __all__ = ["SimulatedHMM", "simulate_records"]
 
@@ -58,21 +59,13 @@ def simulate_records(
     emission = np.zeros((n_states, n_features, width))
     for d, size in enumerate(n_categories):
         emission[:, d, :size] = rng.dirichlet(np.full(size, concentration), size=n_states)
-    states = np.empty((n_regions, n_times), dtype=np.int64)
-    previous = np.zeros(n_regions, dtype=np.int64)
-    for t in range(n_times):
-        cumulative = transition[previous].cumsum(axis=1)
-        states[:, t] = (cumulative < rng.uniform(size=(n_regions, 1))).sum(axis=1)
-        previous = states[:, t] + 1
-    states = np.minimum(states, n_states - 1)
+    states = simulate_chains(transition, n_regions, n_times, rng)
     region = rng.integers(0, n_regions, size=n_records)
     time = rng.integers(0, n_times, size=n_records)
     z = states[region, time]
     records = np.empty((n_records, n_features), dtype=np.int64)
     for d, size in enumerate(n_categories):
-        cumulative = emission[z, d, :size].cumsum(axis=1)
-        u = rng.uniform(size=(n_records, 1))
-        records[:, d] = np.minimum((cumulative < u).sum(axis=1), size - 1)
+        records[:, d] = categorical(emission[z, d, :size], rng)
     counts = cell_counts(
         region,
         time,

@@ -26,6 +26,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from pymc_dp.hmm.cells import CellCounts
+from pymc_dp.hmm.gibbs import simulate_chains
 from pymc_dp.hmm.privacy import emission_lower_bounds
 
 __all__ = ["HMM_SPEC_ATTR", "NaiveBayesHMMSpec", "hmm_spec_of", "naive_bayes_hmm"]
@@ -74,6 +75,8 @@ def hmm_spec_of(model: pm.Model) -> NaiveBayesHMMSpec | None:
 
 def _markov_chain_logp(value, transition):
     """Σ_t log A[z_{t-1}, z_t] per cell, with the dummy initial state in row 0 of A."""
+    while transition.ndim > 2:  # PyMC broadcasts the parameter over the (region, time) batch
+        transition = transition[(0,) * (transition.ndim - 2)]
     previous = pt.concatenate(
         [pt.zeros((value.shape[0], 1), dtype="int64"), value[:, :-1] + 1], axis=1
     )
@@ -85,14 +88,7 @@ def _markov_chain_random(transition, rng=None, size=None):
     transition = np.asarray(transition)
     transition = transition.reshape(-1, *transition.shape[-2:])[0]
     n_regions, n_times = size
-    states = np.empty((n_regions, n_times), dtype=np.int64)
-    previous = np.zeros(n_regions, dtype=np.int64)
-    for t in range(n_times):
-        cumulative = transition[previous].cumsum(axis=-1)
-        u = rng.uniform(size=(n_regions, 1)) * cumulative[:, -1:]
-        states[:, t] = np.minimum((cumulative <= u).sum(axis=-1), transition.shape[-1] - 1)
-        previous = states[:, t] + 1
-    return states
+    return simulate_chains(transition, n_regions, n_times, rng)
 
 
 def naive_bayes_hmm(
