@@ -23,8 +23,9 @@ import pandas as pd
 import pymc as pm
 
 from pymc_dp.datasets import MPLS_STOPS_CATEGORIES
+from pymc_dp.hmm.cells import CellCounts, cell_counts_from_frame
 
-__all__ = ["RATE", "REASON", "stops_model"]
+__all__ = ["HMM_FEATURES", "RATE", "REASON", "stops_cells", "stops_model", "stops_weeks"]
 
 RATE = "person_search_rate"
 REASON = "stop_reason_probability"
@@ -58,3 +59,70 @@ def stops_model(stops: pd.DataFrame) -> pm.Model:
         reason = pm.Dirichlet(REASON, a=np.ones(len(reasons)), dims="reason")
         pm.Categorical("stop_reason", p=reason, observed=reason_index)
     return model
+
+
+# --- region × week cells for the naive-Bayes HMM (Foulds et al. 2016, §5) ------------------
+
+HMM_FEATURES: tuple[str, ...] = (
+    "problem",
+    "citationIssued",
+    "personSearch",
+    "vehicleSearch",
+    "race",
+    "gender",
+)
+"""Record features of the stops HMM; a missing value is the declared category "Missing"."""
+REGION_COLUMNS = {"precinct": "policePrecinct", "neighborhood": "neighborhood"}
+LOCAL_TIME_ZONE = "America/Chicago"
+
+
+def stops_weeks() -> tuple[str, ...]:
+    """The public time grid: every ISO week that contains a day of 2017 (local time).
+
+    1 January 2017 was a Sunday, so the grid runs from ``2016-W52`` to ``2017-W52`` (53 weeks).
+    """
+    days = pd.date_range("2017-01-01", "2017-12-31", freq="D")
+    iso = days.isocalendar()
+    return tuple(dict.fromkeys(f"{y}-W{w:02d}" for y, w in zip(iso.year, iso.week, strict=True)))
+
+
+def _week_labels(dates: pd.Series) -> pd.Series:
+    local = dates.dt.tz_convert(LOCAL_TIME_ZONE)
+    iso = local.dt.isocalendar()
+    return iso.year.astype(str) + "-W" + iso.week.astype(int).map("{:02d}".format)
+
+
+def stops_cells(stops: pd.DataFrame, regions: str = "precinct") -> CellCounts:
+    """Count the stops into region × ISO-week cells of the six HMM features.
+
+    Parameters
+    ----------
+    stops : DataFrame
+        Output of :func:`pymc_dp.datasets.load_mpls_stops`.
+    regions : {"precinct", "neighborhood"}
+        5 police precincts or 87 neighbourhoods (the declared lists of
+        :data:`MPLS_STOPS_CATEGORIES`).
+
+    Returns
+    -------
+    CellCounts
+        Shape (5 or 87, 53, 6, 9): every declared cell, empty ones included.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        If a stop falls outside the declared weeks, regions or categories.
+    """
+    if regions not in REGION_COLUMNS:
+        raise ValueError(f"regions must be one of {sorted(REGION_COLUMNS)}, got {regions!r}")
+    column = REGION_COLUMNS[regions]
+    frame = stops.assign(week=_week_labels(stops["date"]))
+    return cell_counts_from_frame(
+        frame,
+        region=column,
+        time="week",
+        features=HMM_FEATURES,
+        regions=MPLS_STOPS_CATEGORIES[column],
+        times=stops_weeks(),
+        categories={f: MPLS_STOPS_CATEGORIES[f] for f in HMM_FEATURES},
+    )

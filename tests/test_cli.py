@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import xarray as xr
 from matplotlib import image
 
@@ -41,3 +42,32 @@ def test_stops_job_prints_summary_and_writes_private_outputs(tmp_path, capsys):
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "stops" in capsys.readouterr().out
+
+
+def test_hmm_job_prints_profiles_and_writes_trace_and_figures(tmp_path, capsys):
+    args = ["hmm", "--epsilon", "5", "--states", "2", "--draws", "20", "--tune", "20"]
+    code = main([*args, "--output-dir", str(tmp_path), "--no-progressbar", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "5 precinct regions × 53 ISO weeks" in out and "(cells)" in out
+    assert "Total: ε = 5, δ = 0" in out
+    trace = xr.open_datatree(tmp_path / "hmm_precinct_laplace_trace.nc", engine="h5netcdf")
+    (event,) = PrivacyLedger.from_datatree(trace).events
+    assert (event.mechanism, event.sensitivity) == ("laplace", 12.0)
+    assert event.noise_scale == pytest.approx(2.4)  # OpenDP nudges the scale up, never down
+    assert trace["released_statistics"]["cell_counts"].shape == (5, 53, 6, 9)
+    assert trace["posterior"]["emission_race"].dims == ("chain", "draw", "state", "race")
+    for figure in ("states", "emissions"):
+        png = image.imread(tmp_path / f"hmm_precinct_laplace_{figure}.png")
+        assert png.shape[0] > 200 and png.std() > 0.01
+
+
+def test_hmm_job_with_ops_reports_the_convergence_caveat(tmp_path, capsys):
+    args = ["hmm", "--mechanism", "ops", "--epsilon", "5", "--states", "2", "--draws", "5"]
+    code = main([*args, "--tune", "5", "--output-dir", str(tmp_path), "--no-progressbar"])
+    out = capsys.readouterr().out
+    assert code == 0 and "assumes every chain converged" in out
+    trace = xr.open_datatree(tmp_path / "hmm_precinct_ops_trace.nc", engine="h5netcdf")
+    (event,) = PrivacyLedger.from_datatree(trace).events
+    assert event.assumes_convergence and event.worst_case_epsilon > 10 * event.epsilon
+    assert trace["posterior"].sizes["draw"] == 1

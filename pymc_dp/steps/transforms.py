@@ -31,7 +31,8 @@ def compile_transforms(
     inputs, outputs = [], []
     for rv in rvs:
         value = model.rvs_to_values[rv]
-        x = pt.tensor(dtype="float64", shape=(rv if direction == "forward" else value).type.shape)
+        ndim = (rv if direction == "forward" else value).type.ndim
+        x = pt.tensor(dtype="float64", shape=(None,) * ndim)  # one compiled graph for all sizes
         transform = model.rvs_to_transforms.get(rv)
         inputs.append(x)
         outputs.append(

@@ -1,0 +1,92 @@
+"""Figures of a (relabelled) naive-Bayes HMM trace, after Foulds et al. (2016) Figs. 3–5."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
+from matplotlib.colors import BoundaryNorm, ListedColormap
+
+from pymc_dp.hmm.relabel import modal_states
+
+__all__ = ["plot_emissions", "plot_modal_states"]
+
+
+def _state_colours(n_states: int) -> list:
+    return [plt.get_cmap("tab10")(k % 10) for k in range(n_states)]
+
+
+def plot_modal_states(
+    idata: xr.DataTree, path: Path, title: str, region_label: str = "region"
+) -> None:
+    """Heat map of each region's most frequent state per time step (cf. Foulds Fig. 4)."""
+    modal = modal_states(idata)
+    n_states = idata["posterior"].sizes["state"]
+    n_regions, n_times = modal.shape
+    colours = ListedColormap(_state_colours(n_states))
+    height = max(2.5, 0.16 * n_regions + 1.5)
+    figure, axis = plt.subplots(figsize=(11, height))
+    image = axis.imshow(
+        modal.values,
+        aspect="auto",
+        interpolation="nearest",
+        cmap=colours,
+        norm=BoundaryNorm(np.arange(n_states + 1) - 0.5, n_states),
+    )
+    times = list(modal["time"].values)
+    ticks = list(range(0, n_times, max(1, n_times // 13)))
+    axis.set_xticks(ticks, [times[t] for t in ticks], rotation=45, ha="right", fontsize=8)
+    axis.set_yticks(
+        range(n_regions), list(modal["region"].values), fontsize=max(4, 9 - n_regions // 20)
+    )
+    axis.set_xlabel(
+        "time step (ISO week)" if str(modal["time"].values[0])[4:6] == "-W" else "time step"
+    )
+    axis.set_ylabel(region_label)
+    colourbar = figure.colorbar(image, ax=axis, ticks=range(n_states), fraction=0.03)
+    colourbar.set_label("state")
+    axis.set_title(title)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
+
+
+def plot_emissions(idata: xr.DataTree, path: Path, title: str) -> None:
+    """Posterior mean emission probabilities of every state, one panel per feature (Fig. 5)."""
+    posterior = idata["posterior"]
+    names = [str(n) for n in posterior.data_vars if str(n).startswith("emission_")]
+    n_states = posterior.sizes["state"]
+    colours = _state_colours(n_states)
+    columns = 3
+    rows = -(-len(names) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
+    width = 0.8 / n_states
+    for axis, name in zip(axes.ravel(), names, strict=False):
+        mean = posterior[name].mean(("chain", "draw"))
+        feature = mean.dims[1]
+        categories = [str(c) for c in mean[feature].values]
+        x = np.arange(len(categories))
+        for k in range(n_states):
+            axis.bar(
+                x + (k - (n_states - 1) / 2) * width,
+                mean.isel(state=k),
+                width,
+                color=colours[k],
+                label=f"state {k}",
+            )
+        axis.set_xticks(x, categories, rotation=40, ha="right", fontsize=8)
+        axis.set_ylim(0, 1)
+        axis.set_title(feature, fontsize=10)
+    for axis in axes.ravel()[len(names) :]:
+        axis.set_visible(False)
+    axes[0, 0].set_ylabel("P(category | state)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncols=n_states, bbox_to_anchor=(0.5, -0.02))
+    figure.suptitle(title)
+    figure.tight_layout(rect=(0, 0.04, 1, 0.97))
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
