@@ -14,7 +14,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 
 from pymc_dp.hmm.relabel import modal_states
 
-__all__ = ["plot_emissions", "plot_modal_states"]
+__all__ = ["plot_emissions", "plot_heldout", "plot_modal_states"]
 
 
 def _state_colours(n_states: int) -> list:
@@ -88,5 +88,63 @@ def plot_emissions(idata: xr.DataTree, path: Path, title: str) -> None:
     figure.legend(handles, labels, loc="lower center", ncols=n_states, bbox_to_anchor=(0.5, -0.02))
     figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.04, 1, 0.97))
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
+
+
+_METHOD_STYLE = {
+    "laplace": {"color": "tab:blue", "marker": "o"},
+    "ops (M=10)": {"color": "tab:orange", "marker": "s"},
+    "ops (M=100)": {"color": "tab:red", "marker": "^"},
+}
+
+
+def plot_heldout(summary, path: Path, title: str) -> None:
+    """Held-out log-likelihood per record against ε (log axis), one panel per region set × K.
+
+    ``summary`` is :func:`pymc_dp.hmm.evaluation.summarise` output (with a ``regions``
+    column); error bars are ± 1 standard error over splits, the dashed line is the
+    non-private model (cf. Foulds et al. 2016, Figs. 6 and 9).
+    """
+    region_sets = list(dict.fromkeys(summary["regions"]))
+    ks = sorted(summary["n_states"].unique())
+    figure, axes = plt.subplots(
+        len(region_sets),
+        len(ks),
+        figsize=(3.6 * len(ks), 3.2 * len(region_sets)),
+        squeeze=False,
+        sharex=True,
+    )
+    for row, regions in enumerate(region_sets):
+        for col, k in enumerate(ks):
+            axis = axes[row, col]
+            panel = summary[(summary["regions"] == regions) & (summary["n_states"] == k)]
+            for method, style in _METHOD_STYLE.items():
+                line = panel[panel["method"] == method].sort_values("epsilon")
+                axis.errorbar(
+                    line["epsilon"],
+                    line["heldout_ll"],
+                    yerr=line["se"],
+                    label=method,
+                    capsize=2,
+                    **style,
+                )
+            reference = panel[panel["method"] == "non-private"]["heldout_ll"]
+            if len(reference):
+                axis.axhline(reference.iloc[0], color="black", linestyle="--", label="non-private")
+            axis.set_xscale("log")
+            axis.set_title(
+                f"{regions}, K = {k}" + (" (naive Bayes)" if k == 1 else ""), fontsize=10
+            )
+            if col == 0:
+                axis.set_ylabel("held-out log-lik. per record")
+            if row == len(region_sets) - 1:
+                axis.set_xlabel("ε")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    figure.legend(
+        handles, labels, loc="lower center", ncols=len(labels), bbox_to_anchor=(0.5, -0.03)
+    )
+    figure.suptitle(title)
+    figure.tight_layout(rect=(0, 0.03, 1, 0.96))
     figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
