@@ -422,8 +422,8 @@ CELLS = [
 ]
 
 
-def build() -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook(cells=CELLS)
+def build(cells: list[nbformat.NotebookNode] = CELLS) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata["kernelspec"] = {
         "name": KERNEL,
         "display_name": "Python 3 (ipykernel)",
@@ -432,9 +432,10 @@ def build() -> nbformat.NotebookNode:
     return nb
 
 
-def main() -> int:
+def execute(cells: list[nbformat.NotebookNode], path: Path) -> int:
+    """Execute ``cells`` top to bottom in ``notebooks/`` and write the notebook to ``path``."""
     start = time.perf_counter()
-    nb = build()
+    nb = build(cells)
     client = NotebookClient(
         nb,
         timeout=TIMEOUT,
@@ -443,9 +444,13 @@ def main() -> int:
     )
     client.execute()
     nbformat.validate(nb)
-    nbformat.write(nb, NOTEBOOK)
-    print(f"Wrote {NOTEBOOK.relative_to(HERE.parent)} in {time.perf_counter() - start:.1f} s")
+    nbformat.write(nb, path)
+    print(f"Wrote {path.relative_to(HERE.parent)} in {time.perf_counter() - start:.1f} s")
     return 0
+
+
+def main() -> int:
+    return execute(CELLS, NOTEBOOK)
 
 
 if __name__ == "__main__":

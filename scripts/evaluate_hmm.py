@@ -35,7 +35,15 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=2016)
     parser.add_argument("--output-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument(
+        "--from-csv",
+        action="store_true",
+        help="redo the summary, trends and figure from OUTPUT_DIR/hmm_heldout.csv (no fits)",
+    )
     args = parser.parse_args()
+    if args.from_csv:
+        report(pd.read_csv(args.output_dir / "hmm_heldout.csv"), args)
+        return
     stops = load_mpls_stops()
     frames = []
     for regions in args.regions:
@@ -51,7 +59,11 @@ def main() -> None:
         )
         frames.append(results.assign(regions=regions))
         print(f"{regions}: {len(results)} fits in {time.perf_counter() - start:.0f} s")
-    results = pd.concat(frames, ignore_index=True)
+    report(pd.concat(frames, ignore_index=True), args)
+
+
+def report(results: pd.DataFrame, args: argparse.Namespace) -> None:
+    """Write the per-fit results, summary, trend checks and figure; print the tables."""
     summary = summarise(results)
     trends = trend_checks(results)
     args.output_dir.mkdir(parents=True, exist_ok=True)
@@ -61,7 +73,8 @@ def main() -> None:
     plot_heldout(
         summary,
         args.output_dir / "hmm_heldout.png",
-        f"Held-out log-likelihood, Minneapolis stops 2017 ({args.splits} splits, 10% of cells)",
+        f"Held-out log-likelihood, Minneapolis stops 2017 "
+        f"({results['split'].nunique()} splits, 10% of cells)",
     )
     with pd.option_context("display.width", 140, "display.float_format", "{:.3f}".format):
         print(summary.to_string(index=False))

@@ -646,3 +646,73 @@ def test_ops_refuses_untruncated_models_and_overspending(simulated):
             compute_convergence_checks=True,
             progressbar=False,
         )
+
+
+# --- held-out evaluation ------------------------------------------------------------------------
+
+
+def test_heldout_cells_are_a_uniform_tenth():
+    from pymc_dp.hmm.evaluation import heldout_cells
+
+    masks = np.array([heldout_cells(10, 30, np.random.default_rng(s)) for s in range(400)])
+    assert np.all(masks.sum(axis=(1, 2)) == 30)
+    frequency = masks.mean(0)  # every cell equally likely: binomial(400, 0.1) per cell
+    assert abs(frequency.mean() - 0.1) < 1e-12 and frequency.std() < 0.03
+
+
+def test_heldout_log_likelihood_marginalises_the_cell_state_given_its_neighbours():
+    from pymc_dp.hmm.evaluation import heldout_log_likelihood
+
+    tensor = np.zeros((1, 3, 1, 2))
+    tensor[0, 1, 0] = [3, 1]
+    data = HMMData.from_tensor(tensor, [2], 2)
+    mask = np.array([[False, True, False]])
+    states = np.array([[0, 1, 1]])
+    emission = np.array([[[0.8, 0.2]], [[0.3, 0.7]]])
+    transition = np.array([[0.5, 0.5], [0.9, 0.1], [0.4, 0.6]])
+    prior = transition[1] * transition[1:, 1]  # Pr(z=k | z_prev = 0) Pr(z_next = 1 | z=k)
+    prior /= prior.sum()
+    expected = np.log(np.sum(prior * emission[:, 0, 0] ** 3 * emission[:, 0, 1]))
+    (value,) = heldout_log_likelihood(data, mask, states, emission, transition)
+    assert value == pytest.approx(expected)
+
+
+def test_stops_cells_cover_every_iso_week_of_2017():
+    from pymc_dp.datasets import load_mpls_stops
+    from pymc_dp.stops import HMM_FEATURES, stops_cells, stops_weeks
+
+    weeks = stops_weeks()
+    assert (weeks[0], weeks[1], weeks[-1], len(weeks)) == ("2016-W52", "2017-W01", "2017-W52", 53)
+    stops = load_mpls_stops()
+    for regions, n_regions in (("precinct", 5), ("neighborhood", 87)):
+        counts = stops_cells(stops, regions)
+        assert counts.shape == (n_regions, 53, len(HMM_FEATURES), 9)
+        assert counts.cell_totals().sum() == len(stops)
+        np.testing.assert_array_equal(counts.counts.sum(axis=(0, 1, 3)), len(stops))
+    with pytest.raises(ValueError, match="regions must be one of"):
+        stops_cells(stops, "ward")
+
+
+def test_unprojected_release_keeps_unbiased_negative_counts_and_the_sampler_runs():
+    sim = simulate_records(6, 10, 2, [2, 3], 300, np.random.default_rng(31))
+    rng = np.random.default_rng(32)
+    noisy = release_cell_counts(
+        sim.counts, 0.5, ledger=PrivacyLedger(), backend="numpy", rng=rng, projection="none"
+    )
+    mask = np.broadcast_to(sim.counts.category_mask, sim.counts.shape)
+    residual = (noisy.counts - sim.counts.counts)[mask]
+    assert noisy.counts.min() < 0 and np.all(noisy.counts[~mask] == 0)
+    assert abs(residual.mean()) < 5 * 8 * np.sqrt(2) / np.sqrt(residual.size)  # Laplace(8)
+    clamped = release_cell_counts(
+        sim.counts, 0.5, ledger=PrivacyLedger(), backend="numpy", rng=rng, projection="cell"
+    )
+    assert (clamped.counts - sim.counts.counts)[mask].mean() > 1.0  # clamping bias
+    with pytest.raises(InvalidPrivateDataError, match="negative"):
+        sim.counts.with_counts(noisy.counts)  # negatives only in released counts
+    data = HMMData.from_tensor(noisy.counts, noisy.n_categories, 2)
+    _, emission, _ = sweep(
+        data, sim.states, sim.emission, sim.transition, np.random.default_rng(33)
+    )
+    assert np.all(emission[:, 0, :2] > 0) and np.allclose(emission.sum(-1), 1.0)
+    with pytest.raises(ValueError, match="projection"):
+        release_cell_counts(sim.counts, 1.0, ledger=PrivacyLedger(), projection="aggregate")

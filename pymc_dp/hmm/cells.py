@@ -39,7 +39,7 @@ class CellCounts:
         ``counts[r, t, d, j]`` = number of records in cell (r, t) whose feature d takes
         category j; J = max K_d, entries with j >= K_d are 0. After a Laplace release
         (:func:`pymc_dp.hmm.release_cell_counts`) the entries are noisy and need not be
-        integers; they are always finite and >= 0.
+        integers; they are finite, and negative only if released with ``projection="none"``.
     regions, times, features : tuple of str
         Labels of the R regions, T time steps and D features (the public grid).
     categories : tuple of tuple of str
@@ -66,7 +66,7 @@ class CellCounts:
         shape = (len(self.regions), len(self.times), len(self.features), self.max_categories)
         if counts.shape != shape:
             raise ValueError(f"counts has shape {counts.shape}, the labels give {shape}")
-        validate_counts(counts, self.n_categories)
+        validate_counts(counts, self.n_categories, allow_negative=self.noisy)
 
     @property
     def n_categories(self) -> np.ndarray:
@@ -118,8 +118,12 @@ class CellCounts:
         )
 
 
-def validate_counts(counts: np.ndarray, n_categories: Sequence[int]) -> None:
+def validate_counts(
+    counts: np.ndarray, n_categories: Sequence[int], *, allow_negative: bool = False
+) -> None:
     """Check a count tensor: finite, >= 0, zero outside each feature's categories.
+
+    ``allow_negative`` admits negative entries (released counts before projection).
 
     Raises
     ------
@@ -131,7 +135,7 @@ def validate_counts(counts: np.ndarray, n_categories: Sequence[int]) -> None:
         raise InvalidPrivateDataError(f"counts must be 4-D (R, T, D, J), got {counts.ndim}-D")
     if not np.all(np.isfinite(counts)):
         raise InvalidPrivateDataError("counts contain NaN or infinite entries")
-    if np.any(counts < 0):
+    if not allow_negative and np.any(counts < 0):
         raise InvalidPrivateDataError("counts contain negative entries")
     n_categories = np.asarray(n_categories)
     if n_categories.shape != (counts.shape[2],):

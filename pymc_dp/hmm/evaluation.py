@@ -43,6 +43,8 @@ __all__ = [
     "trend_checks",
 ]
 
+LAPLACE_PROJECTIONS = {"laplace": "cell", "laplace (sum clamp)": "none"}
+"""Evaluated Laplace variants: clamp every cell (Foulds eq. 16), or only the per-state sums."""
 N_SWEEPS = 200
 BURN_IN = 100
 
@@ -139,7 +141,7 @@ class EvaluationTask:
     """One fit: a split, a mechanism (with ε and M) and a number of states."""
 
     split: int
-    method: str  # "non-private", "laplace" or "ops"
+    method: str  # "non-private", a key of LAPLACE_PROJECTIONS, or "ops"
     n_states: int
     epsilon: float = float("nan")
     truncation: float = float("nan")
@@ -154,9 +156,14 @@ def _fit_and_score(counts: CellCounts, task: EvaluationTask) -> dict:
     training[mask] = 0.0
     train = counts.with_counts(training)
     temperature, lower, keep_last = 1.0, None, False
-    if task.method == "laplace":
+    if task.method in LAPLACE_PROJECTIONS:
         train = release_cell_counts(
-            train, task.epsilon, ledger=PrivacyLedger(), backend="numpy", rng=rng
+            train,
+            task.epsilon,
+            ledger=PrivacyLedger(),
+            backend="numpy",
+            rng=rng,
+            projection=LAPLACE_PROJECTIONS[task.method],
         )
     elif task.method == "ops":
         lower = emission_lower_bounds(counts.n_categories, task.truncation)
@@ -190,7 +197,7 @@ def _tasks(epsilons, n_states_list, truncations, n_splits, seed) -> list[Evaluat
         for k in n_states_list:
             tasks.append(EvaluationTask(split, "non-private", k))
             for eps in epsilons:
-                tasks.append(EvaluationTask(split, "laplace", k, eps))
+                tasks.extend(EvaluationTask(split, m, k, eps) for m in LAPLACE_PROJECTIONS)
                 tasks.extend(EvaluationTask(split, "ops", k, eps, m) for m in truncations)
     seeds = np.random.SeedSequence(seed).generate_state(len(tasks))
     return [
@@ -210,7 +217,7 @@ def evaluate(
 ) -> pd.DataFrame:
     """Held-out log-likelihood of every (split, method, ε, K): one row per fit.
 
-    Runs ``n_splits × |K| × (1 + |ε| × (1 + |M|))`` fits of :data:`N_SWEEPS` sweeps, in
+    Runs ``n_splits × |K| × (1 + |ε| × (2 + |M|))`` fits of :data:`N_SWEEPS` sweeps, in
     ``processes`` worker processes.
     """
     tasks = _tasks(epsilons, n_states, truncations, n_splits, seed)
@@ -238,36 +245,36 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
 def trend_checks(results: pd.DataFrame) -> pd.DataFrame:
     """Foulds et al.'s qualitative findings, per region set, K and ε, paired over splits.
 
-    Columns: ``laplace_minus_best_ops`` — mean over splits of (Laplace − the better OPS
-    truncation) held-out log-likelihood per record, > 0 when Laplace wins — with its
-    standard error ``se`` (every method sees the same split, so the difference is paired);
-    ``laplace_occupied`` and ``nonprivate_occupied`` — mean number of occupied states.
+    Columns: ``laplace_minus_best_ops`` — mean over splits of (Laplace with cell clamping −
+    the better OPS truncation) held-out log-likelihood per record, > 0 when Laplace wins —
+    with its standard error ``se`` (every method sees the same split, so the difference is
+    paired); ``sum_clamp_minus_best_ops`` and ``sum_clamp_se``, the same for Laplace with
+    sum clamping (when evaluated); ``laplace_occupied`` and ``nonprivate_occupied`` — mean
+    number of occupied states.
     """
-    keys = [c for c in ("regions",) if c in results.columns]
+    keys = [*(c for c in ("regions",) if c in results.columns), "n_states"]
     private = results.dropna(subset=["epsilon"])
     wide = private.pivot_table(
-        index=[*keys, "n_states", "epsilon", "split"],
-        columns="method",
-        values="heldout_ll_per_record",
+        index=[*keys, "epsilon", "split"], columns="method", values="heldout_ll_per_record"
     )
-    ops = [c for c in wide.columns if str(c).startswith("ops")]
-    difference = (wide["laplace"] - wide[ops].max(axis=1)).rename("difference").reset_index()
-    occupied = (
-        private[private["method"] == "laplace"]
-        .groupby([*keys, "n_states", "epsilon"])["occupied_states"]
-        .mean()
-    )
-    reference = (
-        results[results["method"] == "non-private"]
-        .groupby([*keys, "n_states"])["occupied_states"]
-        .mean()
-    )
-    table = difference.groupby([*keys, "n_states", "epsilon"])["difference"].agg(
-        laplace_minus_best_ops="mean", se=lambda x: x.std(ddof=1) / np.sqrt(len(x))
-    )
-    table["laplace_occupied"] = occupied
+    best_ops = wide[[c for c in wide.columns if str(c).startswith("ops")]].max(axis=1)
+    columns = {"laplace": ("laplace_minus_best_ops", "se")}
+    columns["laplace (sum clamp)"] = ("sum_clamp_minus_best_ops", "sum_clamp_se")
+    parts = []
+    for method, (name, se) in columns.items():
+        if method in wide.columns:
+            difference = (wide[method] - best_ops).groupby(level=[*keys, "epsilon"])
+            parts.append(
+                difference.agg(["mean", lambda x: x.std(ddof=1) / np.sqrt(len(x))]).set_axis(
+                    [name, se], axis=1
+                )
+            )
+    table = pd.concat(parts, axis=1)
+    laplace = private[private["method"] == "laplace"]
+    table["laplace_occupied"] = laplace.groupby([*keys, "epsilon"])["occupied_states"].mean()
+    reference = results[results["method"] == "non-private"].groupby(keys)["occupied_states"]
     table = table.reset_index()
-    table["nonprivate_occupied"] = [
-        reference.loc[tuple(row)] for row in table[[*keys, "n_states"]].to_numpy()
-    ]
+    table["nonprivate_occupied"] = (
+        reference.mean().loc[pd.MultiIndex.from_frame(table[keys])].to_numpy()
+    )
     return table

@@ -235,7 +235,8 @@ def update_emission(
     With ``data.lower`` set, the Dirichlets are truncated at a0_d and the update is one Fang
     et al. (2000) Gibbs sweep from ``current`` (required) instead of an independent draw.
     """
-    params = _tempered(emission_counts(data, states), data.beta, temperature)
+    # released counts may be negative (projection="none"): project the per-state sums at 0
+    params = _tempered(np.maximum(emission_counts(data, states), 0.0), data.beta, temperature)
     if data.lower is None:
         return _dirichlet(params, rng, data.mask)
     if current is None:

@@ -1,16 +1,18 @@
-"""Figures of a (relabelled) naive-Bayes HMM trace, after Foulds et al. (2016) Figs. 3–5."""
+"""Figures of a (relabelled) naive-Bayes HMM trace, after Foulds et al. (2016) Figs. 3–6.
+
+Each function returns the matplotlib ``Figure`` and, given a ``path``, also writes it as PNG
+and closes it.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.figure import Figure
 
 from pymc_dp.hmm.relabel import modal_states
 
@@ -22,8 +24,8 @@ def _state_colours(n_states: int) -> list:
 
 
 def plot_modal_states(
-    idata: xr.DataTree, path: Path, title: str, region_label: str = "region"
-) -> None:
+    idata: xr.DataTree, path: Path | None, title: str, region_label: str = "region"
+) -> Figure:
     """Heat map of each region's most frequent state per time step (cf. Foulds Fig. 4)."""
     modal = modal_states(idata)
     n_states = idata["posterior"].sizes["state"]
@@ -51,11 +53,10 @@ def plot_modal_states(
     colourbar = figure.colorbar(image, ax=axis, ticks=range(n_states), fraction=0.03)
     colourbar.set_label("state")
     axis.set_title(title)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    return _finish(figure, path)
 
 
-def plot_emissions(idata: xr.DataTree, path: Path, title: str) -> None:
+def plot_emissions(idata: xr.DataTree, path: Path | None, title: str) -> Figure:
     """Posterior mean emission probabilities of every state, one panel per feature (Fig. 5)."""
     posterior = idata["posterior"]
     names = [str(n) for n in posterior.data_vars if str(n).startswith("emission_")]
@@ -88,18 +89,18 @@ def plot_emissions(idata: xr.DataTree, path: Path, title: str) -> None:
     figure.legend(handles, labels, loc="lower center", ncols=n_states, bbox_to_anchor=(0.5, -0.02))
     figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.04, 1, 0.97))
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    return _finish(figure, path)
 
 
 _METHOD_STYLE = {
     "laplace": {"color": "tab:blue", "marker": "o"},
+    "laplace (sum clamp)": {"color": "tab:cyan", "marker": "D", "linestyle": ":"},
     "ops (M=10)": {"color": "tab:orange", "marker": "s"},
     "ops (M=100)": {"color": "tab:red", "marker": "^"},
 }
 
 
-def plot_heldout(summary, path: Path, title: str) -> None:
+def plot_heldout(summary, path: Path | None, title: str) -> Figure:
     """Held-out log-likelihood per record against ε (log axis), one panel per region set × K.
 
     ``summary`` is :func:`pymc_dp.hmm.evaluation.summarise` output (with a ``regions``
@@ -146,5 +147,11 @@ def plot_heldout(summary, path: Path, title: str) -> None:
     )
     figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.03, 1, 0.96))
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    return _finish(figure, path)
+
+
+def _finish(figure: Figure, path: Path | None) -> Figure:
+    if path is not None:
+        figure.savefig(path, dpi=120, bbox_inches="tight")
+        plt.close(figure)
+    return figure

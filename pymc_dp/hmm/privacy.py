@@ -48,6 +48,7 @@ __all__ = [
     "release_cell_counts",
 ]
 
+PROJECTIONS = ("cell", "none")
 LAPLACE_SOURCE = (
     "Foulds et al. 2016, §3.2 eq. (16)-(17) and App. E.1: Laplace noise on the count tensor "
     "n[r,t,d,j], L1 sensitivity 2·D (replace-one), projected to >= 0"
@@ -75,13 +76,20 @@ def release_cell_counts(
     backend: NoiseBackend = "opendp",
     rng: np.random.Generator | None = None,
     variables: tuple[str, ...] = ("states", "emission"),
+    projection: str = "cell",
 ) -> CellCounts:
-    """Release the count tensor once with Laplace noise and project it to >= 0.
+    """Release the count tensor once with Laplace noise (and optionally project it to >= 0).
 
     Every entry of every declared category (padded entries j >= K_d are public zeros and stay
-    0) gets Laplace(2·D/ε) noise (D/ε under add/remove); negative results are clamped to 0
-    (projection, post-processing, Foulds eq. 16). The ledger records one (ε, 0) event before
-    the noisy counts are returned.
+    0) gets Laplace(2·D/ε) noise (D/ε under add/remove). The ledger records one (ε, 0) event
+    before the noisy counts are returned. Projection is post-processing (free):
+
+    * ``projection="cell"`` clamps every entry at 0 (Foulds eq. 16, as in the paper). Each
+      clamped entry is biased upwards by up to b/2 (b the noise scale), and the bias adds up
+      over cells: at small ε it swamps the statistics that the sampler sums over cells.
+    * ``projection="none"`` returns the unbiased noisy counts, negatives included. The HMM
+      sampler then projects only the per-state sums it feeds to the Dirichlet updates
+      (:func:`pymc_dp.hmm.gibbs.update_emission` clamps them at 0).
 
     Parameters
     ----------
@@ -101,19 +109,22 @@ def release_cell_counts(
     Returns
     -------
     CellCounts
-        Same grid, ``noisy=True``, float counts >= 0.
+        Same grid, ``noisy=True``, float counts (>= 0 under ``projection="cell"``).
 
     Raises
     ------
     InvalidPrivateDataError
         If the counts are NaN, negative or non-zero outside a feature's categories.
     ValueError
-        If the counts are already noisy, or epsilon/neighbouring/backend are invalid.
+        If the counts are already noisy, or epsilon/neighbouring/backend/projection are
+        invalid.
     BudgetExceededError
         If the ledger's budget would be exceeded (nothing is released).
     """
     if counts.noisy:
         raise ValueError("these counts are already a private release")
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
     validate_counts(counts.counts, counts.n_categories)
     mask = np.broadcast_to(counts.category_mask, counts.shape)
     n_regions, n_times, n_features, _ = counts.shape
@@ -133,7 +144,7 @@ def release_cell_counts(
         rng=rng,
     )
     noisy = np.zeros(counts.shape)
-    noisy[mask] = np.maximum(noisy_entries, 0.0)
+    noisy[mask] = np.maximum(noisy_entries, 0.0) if projection == "cell" else noisy_entries
     return counts.with_counts(noisy, noisy=True)
 
 

@@ -33,14 +33,17 @@ def sample_hmm(
     noise_backend: NoiseBackend = "opendp",
     noise_rng: np.random.Generator | None = None,
     hmm_method: str = "ffbs",
+    projection: str = "cell",
     **kwargs,
 ) -> tuple[xr.DataTree, xr.Dataset]:
     """Sample the HMM privately; returns the stripped trace and the released data.
 
     ``mechanism="laplace"``: release the count tensor once (one event, Laplace(2·D/ε)), rebuild
     the model on the noisy counts, and run :class:`NaiveBayesHMMGibbs` on it; every draw,
-    chain and tuning step is post-processing. Released group: ``cell_counts`` (noisy,
-    projected to >= 0).
+    chain and tuning step is post-processing. ``projection`` is ``"cell"`` (clamp each entry at
+    0, as Foulds et al.) or ``"none"`` (keep the unbiased noisy counts; the sampler clamps only
+    per-state sums), see :func:`~pymc_dp.hmm.release_cell_counts`. Released group:
+    ``cell_counts`` (the noisy counts, after the projection).
 
     ``mechanism="ops"``: run :class:`NaiveBayesHMMGibbs` on the raw counts at temperature
     T = max(1, 2Δ/ε_c), ε_c = ε / chains, and keep **only the last draw of each chain**. The
@@ -65,22 +68,21 @@ def sample_hmm(
             "NaiveBayesHMMGibbs (post-processing); its cost is the release's ledger event"
         )
     if mechanism == "laplace":
-        return _sample_laplace(
-            spec, draws, epsilon, neighbouring, ledger, noise_backend, noise_rng, hmm_method, kwargs
+        noisy = release_cell_counts(
+            spec.counts,
+            epsilon,
+            ledger=ledger,
+            neighbouring=neighbouring,
+            backend=noise_backend,
+            rng=noise_rng,
+            variables=spec.variable_names,
+            projection=projection,
         )
+        return _sample_laplace(spec, noisy, draws, hmm_method, kwargs)
     return _sample_ops(spec, draws, epsilon, neighbouring, ledger, hmm_method, kwargs)
 
 
-def _sample_laplace(spec, draws, epsilon, neighbouring, ledger, backend, rng, method, kwargs):
-    noisy = release_cell_counts(
-        spec.counts,
-        epsilon,
-        ledger=ledger,
-        neighbouring=neighbouring,
-        backend=backend,
-        rng=rng,
-        variables=spec.variable_names,
-    )
+def _sample_laplace(spec, noisy, draws, method, kwargs):
     private = spec.rebuild(noisy)
     with private:
         step = NaiveBayesHMMGibbs(method=method)
