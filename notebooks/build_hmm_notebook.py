@@ -56,7 +56,7 @@ CELLS = [
         counts = stops_cells(stops, "precinct")
         totals = counts.cell_totals()
         print("count tensor (region, week, feature, category):", counts.shape)
-        print("stops per precinct-week: median", np.median(totals), "range", totals.min(), totals.max())
+        print("stops per precinct-week: median", np.median(totals), "max", totals.max())
         small = stops_cells(stops, "neighborhood").cell_totals()
         print("stops per neighbourhood-week: median", np.median(small))
         """
