@@ -63,13 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     stops.add_argument(
         "--cores", type=int, default=1, help="1 is fastest for conjugate Gibbs (default 1)"
     )
-    stops.add_argument("--seed", type=int, default=None, help="seed of the MCMC (not the noise)")
-    stops.add_argument(
-        "--neighbouring", choices=["replace-one", "add-remove-one"], default="replace-one"
-    )
-    stops.add_argument("--output-dir", type=Path, default=Path("pymc_dp_output"))
-    stops.add_argument("--no-progressbar", action="store_true")
-    stops.set_defaults(run=_run_stops)
+    _add_common_arguments(stops, _run_stops)
     hmm = commands.add_parser(
         "hmm",
         help="private naive-Bayes HMM of the stops on region × ISO-week cells (Foulds et al.)",
@@ -89,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         default=100.0,
         help="M of the emission truncation a0 = 1/(M·K_d), used by --mechanism ops (default 100)",
     )
+    hmm.add_argument(
+        "--projection",
+        choices=["cell", "none"],
+        default="cell",
+        help="laplace: clamp each released count at 0 (cell, default, as Foulds et al.) or keep "
+        "the unbiased noisy counts and clamp only per-state sums (none)",
+    )
     hmm.add_argument("--draws", type=int, default=100, help="kept sweeps per chain (default 100)")
     hmm.add_argument("--tune", type=int, default=100, help="burn-in sweeps (default 100)")
     hmm.add_argument(
@@ -97,14 +98,18 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="chains (default 2 for laplace, 1 for ops: each OPS chain's draw costs ε/chains)",
     )
-    hmm.add_argument("--seed", type=int, default=None, help="seed of the MCMC (not the noise)")
-    hmm.add_argument(
+    _add_common_arguments(hmm, _run_hmm)
+    return parser
+
+
+def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
+    command.add_argument("--seed", type=int, default=None, help="seed of the MCMC (not the noise)")
+    command.add_argument(
         "--neighbouring", choices=["replace-one", "add-remove-one"], default="replace-one"
     )
-    hmm.add_argument("--output-dir", type=Path, default=Path("pymc_dp_output"))
-    hmm.add_argument("--no-progressbar", action="store_true")
-    hmm.set_defaults(run=_run_hmm)
-    return parser
+    command.add_argument("--output-dir", type=Path, default=Path("pymc_dp_output"))
+    command.add_argument("--no-progressbar", action="store_true")
+    command.set_defaults(run=run)
 
 
 def _run_stops(args: argparse.Namespace) -> int:
@@ -171,6 +176,7 @@ def _run_hmm(args: argparse.Namespace) -> int:
         epsilon=args.epsilon,
         mechanism=args.mechanism,
         neighbouring=args.neighbouring,
+        projection=args.projection,
         tune=args.tune,
         chains=chains,
         cores=1,
