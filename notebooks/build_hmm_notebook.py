@@ -195,7 +195,7 @@ CELLS = [
 
         for regions in ("precinct", "neighborhood"):
             verdict(regions)
-        occupied = ["laplace_occupied", "nonprivate_occupied"]
+        occupied = ["laplace_effective_states", "nonprivate_effective_states"]
         k10 = trends[trends.n_states == 10].groupby("regions")[occupied].mean()
         print("\nK = 10, mean occupied states (Laplace averaged over ε):")
         print(k10.round(2))

@@ -716,3 +716,14 @@ def test_unprojected_release_keeps_unbiased_negative_counts_and_the_sampler_runs
     assert np.all(emission[:, 0, :2] > 0) and np.allclose(emission.sum(-1), 1.0)
     with pytest.raises(ValueError, match="projection"):
         release_cell_counts(sim.counts, 1.0, ledger=PrivacyLedger(), projection="aggregate")
+
+
+def test_effective_states_is_the_exponential_of_the_occupancy_entropy():
+    from pymc_dp.hmm.evaluation import effective_states
+
+    assert effective_states(np.zeros((3, 4), int), 10) == pytest.approx(1.0)
+    assert effective_states(np.arange(12).reshape(3, 4) % 4, 10) == pytest.approx(4.0)
+    z = np.array([0, 0, 0, 1])
+    assert effective_states(z, 2) == pytest.approx(
+        np.exp(-(0.75 * np.log(0.75) + 0.25 * np.log(0.25)))
+    )

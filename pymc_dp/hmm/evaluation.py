@@ -34,6 +34,7 @@ from pymc_dp.ledger import PrivacyLedger
 
 __all__ = [
     "EvaluationTask",
+    "effective_states",
     "evaluate",
     "heldout_cells",
     "heldout_log_likelihood",
@@ -136,6 +137,13 @@ def heldout_log_likelihood(
     return logsumexp(log_prior + loglik, axis=1)
 
 
+def effective_states(states: np.ndarray, n_states: int) -> float:
+    """exp(entropy) of the share of cells in each state: K for equal use, 1 for one state."""
+    share = np.bincount(states.ravel(), minlength=n_states) / states.size
+    share = share[share > 0]
+    return float(np.exp(-np.sum(share * np.log(share))))
+
+
 @dataclass(frozen=True)
 class EvaluationTask:
     """One fit: a split, a mechanism (with ε and M) and a number of states."""
@@ -187,6 +195,7 @@ def _fit_and_score(counts: CellCounts, task: EvaluationTask) -> dict:
         "temperature": temperature,
         "heldout_ll_per_record": float(per_cell.sum() / n_records),
         "occupied_states": float(np.mean([np.unique(s[0]).size for s in kept])),
+        "effective_states": float(np.mean([effective_states(s[0], task.n_states) for s in kept])),
         "heldout_records": int(n_records),
     }
 
@@ -237,6 +246,7 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
         heldout_ll=("heldout_ll_per_record", "mean"),
         se=("heldout_ll_per_record", lambda x: x.std(ddof=1) / np.sqrt(len(x))),
         occupied_states=("occupied_states", "mean"),
+        effective_states=("effective_states", "mean"),
         splits=("split", "nunique"),
     )
     return table.reset_index().replace({"epsilon": {0.0: np.nan}})
@@ -249,8 +259,9 @@ def trend_checks(results: pd.DataFrame) -> pd.DataFrame:
     the better OPS truncation) held-out log-likelihood per record, > 0 when Laplace wins —
     with its standard error ``se`` (every method sees the same split, so the difference is
     paired); ``sum_clamp_minus_best_ops`` and ``sum_clamp_se``, the same for Laplace with
-    sum clamping (when evaluated); ``laplace_occupied`` and ``nonprivate_occupied`` — mean
-    number of occupied states.
+    sum clamping (when evaluated); ``laplace_occupied_states``/``laplace_effective_states``
+    and the same for the non-private fit — mean number of states holding at least one cell,
+    and :func:`effective_states`.
     """
     keys = [*(c for c in ("regions",) if c in results.columns), "n_states"]
     private = results.dropna(subset=["epsilon"])
@@ -271,10 +282,11 @@ def trend_checks(results: pd.DataFrame) -> pd.DataFrame:
             )
     table = pd.concat(parts, axis=1)
     laplace = private[private["method"] == "laplace"]
-    table["laplace_occupied"] = laplace.groupby([*keys, "epsilon"])["occupied_states"].mean()
-    reference = results[results["method"] == "non-private"].groupby(keys)["occupied_states"]
+    reference = results[results["method"] == "non-private"].groupby(keys)
+    for column in ("occupied_states", "effective_states"):
+        table[f"laplace_{column}"] = laplace.groupby([*keys, "epsilon"])[column].mean()
     table = table.reset_index()
-    table["nonprivate_occupied"] = (
-        reference.mean().loc[pd.MultiIndex.from_frame(table[keys])].to_numpy()
-    )
+    for column in ("occupied_states", "effective_states"):
+        per_key = reference[column].mean().loc[pd.MultiIndex.from_frame(table[keys])]
+        table[f"nonprivate_{column}"] = per_key.to_numpy()
     return table
