@@ -3,7 +3,7 @@
 Data (fixed seed, untimed): ``pymc_dp.hmm.simulate_records`` — N records spread uniformly
 over R regions × T time steps of a sticky K-state HMM (stay 0.9), each with D categorical
 features of J categories drawn from per-state Dirichlet(0.5) emissions. Defaults R=1000,
-T=365, K=10, D=6, J=6, N=10^7. Everything runs on one process, in one run:
+T=365, K=10, D=6, J=6, N=10^7. Everything runs in one process, in one run:
 
 1. count tensor: only the call ``pymc_dp.hmm.cell_counts(region, time, records, ...)`` is
    timed (best of ``--repeats``); printed in records/s, target >= 20 M records/s.
@@ -25,14 +25,15 @@ T=365, K=10, D=6, J=6, N=10^7. Everything runs on one process, in one run:
    ``"scaling"`` are timed; the ratio hmmlearn / ``sweep`` uses the faster of the two.
    Target >= 20. Note the asymmetry: hmmlearn sees 1 feature, pymc_dp's sweep all D.
 
-Sweeps and EM iterations: one untimed warm-up each, then ``--repeats`` timed repetitions,
-interleaved, every one starting from the same (z, θ, A); best and median wall-clock
-(``time.perf_counter``) are printed, ratios use the best. Sanity checks (untimed): the
-tensor matches the simulator's, and the floor's θ and A statistics equal pymc_dp's
-``emission_counts`` / ``transition_counts`` on the floor's states.
+Sweeps: one untimed warm-up each, then ``--sweep-repeats`` (7) timed rounds, the three
+interleaved, every one starting from the same (z, θ, A); EM: one warm-up, then ``--repeats``
+(3) fits per implementation. Best and median wall-clock (``time.perf_counter``) are printed;
+ratios use the best. The load average is printed first: other processes skew the numbers.
+Sanity checks (untimed): the tensor matches the simulator's, and the floor's θ and A
+statistics equal pymc_dp's ``emission_counts`` / ``transition_counts`` on its own states.
 
 Run: python benchmarks/hmm_sweep.py [--regions 1000 --times 365 --states 10 --features 6
-     --categories 6 --records 10000000 --repeats 3]
+     --categories 6 --records 10000000 --repeats 3 --sweep-repeats 7]
 Quick: python benchmarks/hmm_sweep.py --regions 50 --times 52 --records 200000
 Needs the ``bench`` extra (hmmlearn) for part 4; without it part 4 is skipped.
 """
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -180,19 +182,21 @@ def main() -> int:
     parser.add_argument("--features", type=int, default=6)
     parser.add_argument("--categories", type=int, default=6, help="J, the same for each feature")
     parser.add_argument("--records", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="cell_counts and hmmlearn")
+    parser.add_argument("--sweep-repeats", type=int, default=7, help="the three sweeps")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     n_regions, n_times, n_states = args.regions, args.times, args.states
     n_features, width, n_records = args.features, args.categories, args.records
-    repeats = max(args.repeats, 1)
+    repeats, sweep_repeats = max(args.repeats, 1), max(args.sweep_repeats, 1)
     n_categories = np.full(n_features, width)
     failures: list[str] = []
     print(
         f"naive-Bayes HMM: R={n_regions} regions, T={n_times} times, K={n_states} states, "
-        f"D={n_features} features x J={width} categories, N={n_records:,} records, "
-        f"best of {repeats}"
+        f"D={n_features} features x J={width} categories, N={n_records:,} records"
     )
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    print(f"machine: {os.cpu_count()} CPUs, load average before the run {load}")
 
     # ---- data (untimed)
     start = time.perf_counter()
@@ -215,7 +219,7 @@ def main() -> int:
         build_times.append(time.perf_counter() - start)
     build = np.array(build_times)
     rate = n_records / build.min()
-    print("1. count tensor (R, T, D, J) by pymc_dp.hmm.cell_counts")
+    print(f"1. count tensor (R, T, D, J) by pymc_dp.hmm.cell_counts, {repeats} runs")
     print(describe("cell_counts", build) + f"   -> {rate / 1e6:.1f} M records/s")
     check(
         "tensor equals the simulator's", np.array_equal(counts.counts, sim.counts.counts), failures
@@ -268,12 +272,12 @@ def main() -> int:
             ),
             "NaiveBayesHMMGibbs().step(point)": lambda: step.step(point),
         },
-        repeats,
+        sweep_repeats,
     )
     floor_s = sweeps["floor_sweep (NumPy, this file)"].min()
     sweep_s = sweeps["pymc_dp.hmm.gibbs.sweep"].min()
     step_s = sweeps["NaiveBayesHMMGibbs().step(point)"].min()
-    print("2./3. one full Gibbs sweep (FFBS states + θ + A)")
+    print(f"2./3. one full Gibbs sweep (FFBS states + θ + A), {sweep_repeats} runs each")
     for name, seconds in sweeps.items():
         print(describe(name, seconds))
     print(
@@ -290,7 +294,7 @@ def main() -> int:
         ("PyMC step / floor", f"{step_s / floor_s:.2f}x", f"<= {TARGET_FLOOR}x",
          step_s / floor_s <= TARGET_FLOOR),
     ]  # fmt: skip
-    print("4. hmmlearn MultinomialHMM, one EM iteration on feature 0 only")
+    print(f"4. hmmlearn MultinomialHMM, one EM iteration on feature 0 only, {repeats} runs each")
     try:
         from hmmlearn.hmm import MultinomialHMM
     except ImportError:

@@ -74,7 +74,8 @@ def report(results: pd.DataFrame, args: argparse.Namespace) -> None:
         summary,
         args.output_dir / "hmm_heldout.png",
         f"Held-out log-likelihood, Minneapolis stops 2017 "
-        f"({results['split'].nunique()} splits, 10% of cells)",
+        f"({results['split'].nunique()} splits, 10% of cells; sum-clamp points below a panel "
+        "are off-scale)",
     )
     with pd.option_context("display.width", 140, "display.float_format", "{:.3f}".format):
         print(summary.to_string(index=False))

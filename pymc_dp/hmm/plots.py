@@ -105,7 +105,8 @@ def plot_heldout(summary, path: Path | None, title: str) -> Figure:
 
     ``summary`` is :func:`pymc_dp.hmm.evaluation.summarise` output (with a ``regions``
     column); error bars are ± 1 standard error over splits, the dashed line is the
-    non-private model (cf. Foulds et al. 2016, Figs. 6 and 9).
+    non-private model (cf. Foulds et al. 2016, Figs. 6 and 9). The y axis fits every method
+    but "laplace (sum clamp)", whose worst points fall below the panel.
     """
     region_sets = list(dict.fromkeys(summary["regions"]))
     ks = sorted(summary["n_states"].unique())
@@ -130,6 +131,7 @@ def plot_heldout(summary, path: Path | None, title: str) -> Figure:
                     capsize=2,
                     **style,
                 )
+            _focus(axis, panel)
             reference = panel[panel["method"] == "non-private"]["heldout_ll"]
             if len(reference):
                 axis.axhline(reference.iloc[0], color="black", linestyle="--", label="non-private")
@@ -148,6 +150,15 @@ def plot_heldout(summary, path: Path | None, title: str) -> Figure:
     figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.03, 1, 0.96))
     return _finish(figure, path)
+
+
+def _focus(axis, panel) -> None:
+    """Scale the y axis to the well-behaved methods; wilder curves may leave the panel."""
+    calm = panel[panel["method"] != "laplace (sum clamp)"]
+    low = (calm["heldout_ll"] - calm["se"].fillna(0)).min()
+    high = (calm["heldout_ll"] + calm["se"].fillna(0)).max()
+    margin = 0.08 * (high - low) + 1e-3
+    axis.set_ylim(low - margin, high + margin)
 
 
 def _finish(figure: Figure, path: Path | None) -> Figure:
