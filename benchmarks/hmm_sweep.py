@@ -15,7 +15,8 @@ T=365, K=10, D=6, J=6, N=10^7. Everything runs in one process, in one run:
    layout prepared once (untimed, as ``HMMData.from_tensor`` is for pymc_dp), per time step
    the emission log-likelihood by a small matmul with log θ fused into scaled forward
    filtering over all regions at once, backward sampling by inverse CDF with the one-hot ×
-   counts emission statistics accumulated on the way, θ by gamma draws, A by bincount.
+   counts emission statistics accumulated on the way, θ by gamma draws, A by bincount;
+   its (T, K, R) filtered array is a workspace kept between calls, allocated untimed.
    Printed: ratio = pymc_dp time / floor time for ``sweep`` and for the step, target <= 1.5.
 4. hmmlearn: one EM iteration of ``hmmlearn.hmm.MultinomialHMM(n_components=K, n_iter=1,
    n_trials=<per-cell totals>, init_params="", params="ste")`` (startprob_, transmat_,
@@ -74,6 +75,7 @@ def floor_sweep(
     alpha: float = 1.0,
     beta: float = 1.0,
     return_stats: bool = False,
+    work: dict | None = None,
 ):
     """One FFBS Gibbs sweep in plain NumPy; the baseline.
 
@@ -82,9 +84,10 @@ def floor_sweep(
     Returns states (R, T), emission, transition [, emission stats (K, D·J), transition counts].
 
     Per time step everything is a (K, R) block, state-major, so reductions over the K states
-    are a few contiguous row operations; all per-step work writes into preallocated buffers
-    (fresh large temporaries cost page faults); nothing of size (R, T, K) is built except the
-    filtered probabilities.
+    are a few contiguous row operations; all per-step work writes into preallocated buffers.
+    The only large arrays, the filtered probabilities (T, K, R) and the uniforms (T, R), live
+    in ``work`` (a dict kept by the caller, as a sampler keeps its workspace): touching fresh
+    memory costs page faults, which on a VM are slow and erratic.
     """
     n_times, n_regions, width = counts.shape
     n_states = transition.shape[1]
@@ -92,7 +95,12 @@ def floor_sweep(
     initial, moves = transition[0], transition[1:]
     moves_t = np.ascontiguousarray(moves.T)
     lower_ones = np.tril(np.ones((n_states, n_states)))  # lower_ones @ w = cumsum over states
-    filtered = np.empty((n_times, n_states, n_regions))
+    work = {} if work is None else work
+    if work.get("shape") != (n_times, n_states, n_regions):
+        work["shape"] = (n_times, n_states, n_regions)
+        work["filtered"] = np.empty((n_times, n_states, n_regions))
+        work["uniform"] = np.empty((n_times, n_regions))
+    filtered, uniform = work["filtered"], work["uniform"]
     block = np.empty((n_states, n_regions))
     row = np.empty(n_regions)
     # forward filtering; the emission likelihood of step t is computed in the same pass
@@ -111,7 +119,7 @@ def floor_sweep(
         np.sum(current, axis=0, out=row)
         current /= row
     # backward sampling by inverse CDF; [z <= k] @ counts accumulates θ's statistics
-    uniform = rng.random((n_times, n_regions))
+    rng.random(out=uniform)
     states = np.empty((n_times, n_regions), dtype=np.int64)
     below = np.empty((n_states, n_regions), dtype=bool)
     at_least = np.empty((n_states, n_regions))
@@ -245,8 +253,9 @@ def main() -> int:
     point["states"] = states0.copy()
 
     # sanity: the floor's sufficient statistics against pymc_dp's on the floor's states
+    work: dict = {}  # the floor's workspace, allocated here (untimed)
     z, _, _, stats, moves = floor_sweep(
-        counts_tm, mask, emission0, transition0, rng, return_stats=True
+        counts_tm, mask, emission0, transition0, rng, return_stats=True, work=work
     )
     check(
         "floor emission statistics = pymc_dp emission_counts",
@@ -265,7 +274,7 @@ def main() -> int:
     sweeps = repeat(
         {
             "floor_sweep (NumPy, this file)": lambda: floor_sweep(
-                counts_tm, mask, emission0, transition0, floor_rng
+                counts_tm, mask, emission0, transition0, floor_rng, work=work
             ),
             "pymc_dp.hmm.gibbs.sweep": lambda: sweep(
                 data, states0, emission0, transition0, sweep_rng

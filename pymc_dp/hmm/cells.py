@@ -25,6 +25,7 @@ import pandas as pd
 import xarray as xr
 
 from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.hmm._kernels import count_records
 
 __all__ = ["CellCounts", "cell_counts", "cell_counts_from_frame", "validate_counts"]
 
@@ -133,28 +134,16 @@ def validate_counts(
     counts = np.asarray(counts)
     if counts.ndim != 4:
         raise InvalidPrivateDataError(f"counts must be 4-D (R, T, D, J), got {counts.ndim}-D")
-    if not np.all(np.isfinite(counts)):
+    if counts.size and not np.isfinite(counts.sum()):  # one pass: NaN and ±inf propagate
         raise InvalidPrivateDataError("counts contain NaN or infinite entries")
-    if not allow_negative and np.any(counts < 0):
+    if not allow_negative and counts.size and counts.min() < 0:
         raise InvalidPrivateDataError("counts contain negative entries")
     n_categories = np.asarray(n_categories)
     if n_categories.shape != (counts.shape[2],):
         raise ValueError(f"need one K_d per feature ({counts.shape[2]}), got {n_categories}")
     padded = np.arange(counts.shape[3])[None, :] >= n_categories[:, None]
-    if np.any(counts[:, :, padded]):
+    if padded.any() and np.any(counts[:, :, padded]):
         raise InvalidPrivateDataError("counts are non-zero at a category outside its feature")
-
-
-def _check_codes(codes: np.ndarray, size: int, what: str) -> None:
-    if codes.size == 0:
-        return
-    low, high = codes.min(), codes.max()
-    if low < 0 or high >= size:
-        bad = low if low < 0 else high
-        raise InvalidPrivateDataError(
-            f"{what} code {int(bad)} is outside the declared domain 0..{size - 1}; "
-            "nothing was counted or released"
-        )
 
 
 def cell_counts(
@@ -194,8 +183,9 @@ def cell_counts(
 
     Notes
     -----
-    One ``np.bincount`` per feature over ``cell * J + x``; about 30 M records/s with D = 6
-    (``benchmarks/hmm_sweep.py``).
+    One compiled pass over the records checks and counts them
+    (:func:`pymc_dp.hmm._kernels.count_records`); ``benchmarks/hmm_sweep.py`` measures the
+    rate at 10⁷ records.
     """
     region, time, records = (np.asarray(a) for a in (region, time, records))
     for name, array in (("region", region), ("time", time), ("records", records)):
@@ -209,22 +199,35 @@ def cell_counts(
     if len(categories) != n_features:
         raise ValueError(f"need categories for each of the {n_features} features")
     n_regions, n_times = len(regions), len(times)
-    _check_codes(region, n_regions, "region")
-    _check_codes(time, n_times, "time")
-    n_categories = [len(c) for c in categories]
-    for d, size in enumerate(n_categories):
-        _check_codes(records[:, d], size, f"category of feature {features[d]!r}")
-    width = max(n_categories, default=1)
-    n_cells = n_regions * n_times
-    index_type = np.int32 if n_cells * width < np.iinfo(np.int32).max else np.int64
-    cell = region.astype(index_type) * index_type(n_times) + time.astype(index_type)
-    cell *= index_type(width)
-    counts = np.empty((n_cells, n_features, width), dtype=np.float64)
-    for d in range(n_features):
-        flat = cell + records[:, d].astype(index_type)
-        counts[:, d, :] = np.bincount(flat, minlength=n_cells * width).reshape(n_cells, width)
+    n_categories = np.array([len(c) for c in categories], dtype=np.int64)
+    width = int(n_categories.max(initial=1))
+    counts = np.zeros((n_regions * n_times, n_features, width), dtype=np.int32)
+    row, column = count_records(
+        np.ascontiguousarray(region),
+        np.ascontiguousarray(time),
+        np.ascontiguousarray(records),
+        n_regions,
+        n_times,
+        n_categories,
+        counts,
+    )
+    if row >= 0:
+        what, size = (
+            (f"category of feature {features[column]!r}", n_categories[column])
+            if column < n_features
+            else (("region", n_regions) if column == n_features else ("time", n_times))
+        )
+        code = (
+            records[row, column]
+            if column < n_features
+            else (region, time)[column - n_features][row]
+        )
+        raise InvalidPrivateDataError(
+            f"{what} code {int(code)} (record {row}) is outside the declared domain "
+            f"0..{size - 1}; nothing was counted or released"
+        )
     return CellCounts(
-        counts.reshape(n_regions, n_times, n_features, width),
+        counts.reshape(n_regions, n_times, n_features, width).astype(np.float64),
         regions=tuple(regions),
         times=tuple(times),
         features=tuple(features),

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from pymc_dp.hmm._kernels import ffbs_regions
 from pymc_dp.truncated import truncated_dirichlet_gibbs
 
 __all__ = [
@@ -129,8 +130,8 @@ def ffbs(
 
     Draws z ~ Pr(z | θ, A, X)^{1/T} (normalised), the chains of different regions being
     independent given θ and A. Forward messages are normalised per step (scaled forward
-    algorithm), so the cost is O(R·T·K²) with T Python-level steps, each vectorised over
-    regions.
+    algorithm), cost O(R·T·K²), in a compiled loop (:func:`pymc_dp.hmm._kernels.ffbs_regions`)
+    fed with one uniform per draw from ``rng``.
 
     Parameters
     ----------
@@ -146,24 +147,10 @@ def ffbs(
     -------
     ndarray of int64, shape (R, T)
     """
-    n_regions, n_times, _ = log_likelihood.shape
     scaled = log_likelihood / temperature if temperature != 1 else log_likelihood
-    # per-cell likelihoods scaled by their maximum over states; time-major for contiguous steps
-    emission = np.exp(scaled - scaled.max(axis=-1, keepdims=True)).transpose(1, 0, 2).copy()
     power = np.maximum(transition, _TINY) ** (1.0 / temperature)
-    initial, moves = power[0], power[1:]
-    filtered = np.empty_like(emission)
-    current = initial * emission[0]
-    for t in range(n_times):
-        if t:
-            current = (filtered[t - 1] @ moves) * emission[t]
-        total = current.sum(axis=-1, keepdims=True)
-        filtered[t] = current / np.where(total > 0, total, 1.0)
-    states = np.empty((n_times, n_regions), dtype=np.int64)
-    states[-1] = categorical(filtered[-1], rng)
-    for t in range(n_times - 2, -1, -1):
-        states[t] = categorical(filtered[t] * moves[:, states[t + 1]].T, rng)
-    return states.T.copy()
+    uniforms = rng.random(log_likelihood.shape[:2])
+    return ffbs_regions(np.ascontiguousarray(scaled), power[0], power[1:].copy(), uniforms)
 
 
 def simulate_chains(

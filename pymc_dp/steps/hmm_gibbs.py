@@ -143,7 +143,7 @@ class NaiveBayesHMMGibbs(BlockedStep):
         )
         new_point.update(zip(self._names[1:], values, strict=True))
         stats = {
-            "occupied_states": int(np.unique(states).size),
+            "occupied_states": int(np.count_nonzero(np.bincount(states.ravel()))),
             "temperature": self.temperature,
         }
         return new_point, [stats]
