@@ -34,6 +34,7 @@ import numpy as np
 
 from pymc_dp.hmm.cells import CellCounts, validate_counts
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
+from pymc_dp.likelihood_bounds import categorical_delta
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
 from pymc_dp.theory import ops_temperature
 
@@ -162,11 +163,11 @@ def emission_lower_bounds(n_categories, truncation: float) -> np.ndarray:
     return 1.0 / (truncation * np.asarray(n_categories, dtype=np.float64))
 
 
-def log_likelihood_bound(n_categories, lower) -> float:
-    """Δ = Σ_d log((1 - (K_d - 1)·a0_d) / a0_d), in nats (Foulds eq. 15 generalised).
+def feature_deltas(n_categories, lower) -> np.ndarray:
+    """Δ_d = log((1 - (K_d - 1)·a0_d) / a0_d) per feature, in nats, shape (D,).
 
-    The largest change of one record's log-likelihood Σ_d log θ^{(z,d)}_{x_d} when the record
-    is replaced, over the truncated parameter space.
+    Each is :func:`pymc_dp.likelihood_bounds.categorical_delta`; a feature with a single
+    category has Δ_d = 0.
 
     Raises
     ------
@@ -178,11 +179,28 @@ def log_likelihood_bound(n_categories, lower) -> float:
             "the emission Dirichlets are not truncated, so one record's log-likelihood is "
             "unbounded (Δ = ∞); build the model with truncation=M (a0_d = 1/(M·K_d))"
         )
-    n_categories = np.asarray(n_categories, dtype=np.float64)
+    n_categories = np.asarray(n_categories)
     lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), n_categories.shape)
-    if np.any(~((lower > 0) & (lower * n_categories < 1))):
-        raise ValueError("each truncation a0_d must lie in (0, 1/K_d)")
-    return float(np.sum(np.log((1 - (n_categories - 1) * lower) / lower)))
+    return np.array(
+        [
+            categorical_delta(a0, k) if k > 1 else 0.0
+            for a0, k in zip(lower, n_categories, strict=True)
+        ]
+    )
+
+
+def log_likelihood_bound(n_categories, lower) -> float:
+    """Δ = Σ_d Δ_d (:func:`feature_deltas`), in nats (Foulds eq. 15 generalised).
+
+    The largest change of one record's log-likelihood Σ_d log θ^{(z,d)}_{x_d} when the record
+    is replaced, over the truncated parameter space.
+
+    Raises
+    ------
+    ValueError
+        If ``lower`` is None (untruncated: Δ = ∞) or some a0_d is not in (0, 1/K_d).
+    """
+    return float(np.sum(feature_deltas(n_categories, lower)))
 
 
 class OPSCost:
@@ -202,13 +220,12 @@ class OPSCost:
 
     def __init__(self, n_categories, lower, epsilon: float) -> None:
         validate_epsilon(epsilon)
-        self.delta = log_likelihood_bound(n_categories, lower)
-        n_categories = np.asarray(n_categories, dtype=np.float64)
-        lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), n_categories.shape)
+        per_feature = feature_deltas(n_categories, lower)
+        self.delta = float(per_feature.sum())
         self.temperature = max(1.0, ops_temperature(self.delta, epsilon))
         self.epsilon = 2.0 * self.delta / self.temperature
-        per_feature = np.log((1 - (n_categories - 1) * lower) / lower)
-        theta_cost = float(np.sum((n_categories - 1) * 2.0 * per_feature)) / self.temperature
+        pair_updates = np.asarray(n_categories) - 1  # per feature, per sweep
+        theta_cost = float(np.sum(pair_updates * 2.0 * per_feature)) / self.temperature
         self.sweep_epsilon = self.epsilon + theta_cost
 
     def __repr__(self) -> str:
