@@ -1,0 +1,114 @@
+"""One posterior sample (OPS) of a truncated Beta–Bernoulli model, drawn exactly.
+
+Foulds et al. (2016), §3.1 eq. (10), (14) and (15). The mechanism draws θ from the joint
+density tempered at T, Pr(θ, X)^{1/T}, over the truncated parameter space
+θ ∈ [a0, 1 − a0]. With T = 2Δ/ε and Δ = log((1 − a0)/a0) (eq. 15), the draw is ε-DP under
+replace-one neighbours. For a Beta(α, β) prior and s successes in N trials the tempered density
+is the Beta((s + α − 1)/T + 1, (N − s + β − 1)/T + 1) density truncated to [a0, 1 − a0]. It is
+sampled exactly by the inverse CDF (:func:`pymc_dp.truncated.truncated_beta`): no MCMC, so no
+convergence assumption.
+
+If ε > 2Δ, T is capped at 1 (the exact truncated posterior) and only 2Δ is charged; the
+posterior is never sharpened (Foulds §2.2: "cap ε at 2Δ").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
+from pymc_dp.likelihood_bounds import bernoulli_delta
+from pymc_dp.theory import ops_temperature
+from pymc_dp.truncated import truncated_beta
+
+__all__ = ["beta_bernoulli_ops", "tempered_beta_parameters"]
+
+SOURCE = "Foulds et al. 2016, §3.1 eq. (10), (14), (15): one posterior sample at T = 2Δ/ε"
+
+
+def tempered_beta_parameters(
+    successes, trials, alpha: float, beta: float, temperature: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Parameters of Beta(s + α, N − s + β) raised to the power 1/T: ((c − 1)/T + 1) each."""
+    successes, trials = np.asarray(successes, float), np.asarray(trials, float)
+    return (
+        (successes + alpha - 1) / temperature + 1,
+        (trials - successes + beta - 1) / temperature + 1,
+    )
+
+
+def beta_bernoulli_ops(
+    data: np.ndarray,
+    *,
+    epsilon: float,
+    truncation: float,
+    ledger: PrivacyLedger,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    rng: np.random.Generator | None = None,
+    neighbouring: str = "replace-one",
+) -> float:
+    """Release one exact draw of θ from the tempered, truncated Beta–Bernoulli posterior.
+
+    Parameters
+    ----------
+    data : array of 0/1, shape (N,)
+        The private records (N is public under replace-one).
+    epsilon : float
+        Budget of the release; at most 2Δ is charged.
+    truncation : float
+        a0 in (0, 1/2): the prior and the released θ lie in [a0, 1 − a0].
+    ledger : PrivacyLedger
+        Charged (one event, not flagged "assumes convergence") before the draw is returned.
+    alpha, beta : float
+        Beta prior parameters (> 0).
+    rng : numpy.random.Generator, optional
+        Source of the draw.
+    neighbouring : {"replace-one"}
+        Δ bounds a replaced record; add/remove-one is refused.
+
+    Returns
+    -------
+    float
+        θ in [a0, 1 − a0]. Guarantee: (min(ε, 2Δ), 0)-DP, replace-one.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        If a record is not 0 or 1 (NaN included), before anything is charged.
+    ValueError
+        If a0 is missing (Δ = ∞) or invalid, ε or the prior are invalid, or neighbours are
+        add/remove-one.
+    BudgetExceededError
+        If the ledger's budget would be exceeded (nothing is drawn).
+    """
+    records = np.asarray(data, dtype=np.float64).ravel()
+    if not np.all((records == 0) | (records == 1)):
+        raise InvalidPrivateDataError("Bernoulli records must be 0 or 1 (no NaN); nothing released")
+    if validate_neighbouring(neighbouring) != "replace-one":
+        raise ValueError("OPS with Δ = log((1 − a0)/a0) is calibrated for replace-one neighbours")
+    if not (alpha > 0 and beta > 0):
+        raise ValueError(f"alpha and beta must be > 0, got {alpha!r}, {beta!r}")
+    delta = bernoulli_delta(truncation)
+    temperature = max(1.0, ops_temperature(delta, validate_epsilon(epsilon)))
+    a, b = tempered_beta_parameters(records.sum(), records.size, alpha, beta, temperature)
+    ledger.charge(
+        PrivacyEvent(
+            mechanism="one_posterior_sample",
+            epsilon=2 * delta / temperature,
+            delta=0.0,
+            sensitivity=delta,
+            neighbouring=neighbouring,
+            variables=("theta",),
+            noise_backend="numpy",
+            statistic=(
+                f"one exact draw of θ ∈ [{truncation:g}, {1 - truncation:g}] "
+                f"at T = {temperature:.4g}"
+            ),
+            source=SOURCE,
+            temperature=temperature,
+        )
+    )
+    generator = rng if rng is not None else np.random.default_rng()
+    return float(truncated_beta(a, b, truncation, 1 - truncation, generator))
