@@ -104,3 +104,32 @@ def _ops_audit(epsilon_used, n_runs=20_000):
 def test_audit_of_the_ops_draw_and_of_an_untempered_draw():
     assert _ops_audit(1.0) <= 1.0
     assert _ops_audit(20.0) > 1.4  # T = 1 where T = 2Δ/ε = 4.4 is needed: caught
+
+
+def test_local_epsilon_matches_a_grid_over_theta():
+    from pymc_dp.mechanisms.ops import beta_bernoulli_local_epsilon
+
+    a0, temperature, s, n = 0.1, 2.0, 7, 9
+    grid = np.linspace(a0, 1 - a0, 20_001)
+
+    def log_density(successes):
+        a, b = tempered_beta_parameters(successes, n, 1.0, 1.0, temperature)
+        log_kernel = (a - 1) * np.log(grid) + (b - 1) * np.log1p(-grid)
+        log_z = np.log(np.trapezoid(np.exp(log_kernel - log_kernel.max()), grid)) + log_kernel.max()
+        return log_kernel - log_z
+
+    brute = max(np.abs(log_density(s) - log_density(t)).max() for t in (s - 1, s + 1))
+    local = beta_bernoulli_local_epsilon(s, n, truncation=a0, temperature=temperature)
+    assert local == pytest.approx(brute, rel=1e-4)
+
+
+def test_figure_8_greedy_adversary_approaches_but_never_exceeds_two_delta():
+    from pymc_dp.mechanisms.ops import greedy_adversary
+
+    bound = 2 * math.log(9)  # a0 = 0.1, T = 1: the worst case 2Δ
+    path = greedy_adversary(300, truncation=0.1, temperature=1.0)
+    assert np.all(path <= bound + 1e-9)
+    assert path[0] < 0.6 * bound and path[-1] > 0.99 * bound
+    assert path[:100].argmax() > 90 and path[200:].min() > 0.98 * bound  # climbs, then plateaus
+    tempered = greedy_adversary(100, truncation=0.1, temperature=4.0)
+    assert np.all(tempered <= bound / 4 + 1e-9)

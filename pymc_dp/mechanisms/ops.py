@@ -14,7 +14,10 @@ posterior is never sharpened (Foulds §2.2: "cap ε at 2Δ").
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from scipy import special
 
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
@@ -22,7 +25,12 @@ from pymc_dp.likelihood_bounds import bernoulli_delta
 from pymc_dp.theory import ops_temperature
 from pymc_dp.truncated import truncated_beta
 
-__all__ = ["beta_bernoulli_ops", "tempered_beta_parameters"]
+__all__ = [
+    "beta_bernoulli_local_epsilon",
+    "beta_bernoulli_ops",
+    "greedy_adversary",
+    "tempered_beta_parameters",
+]
 
 SOURCE = "Foulds et al. 2016, §3.1 eq. (10), (14), (15): one posterior sample at T = 2Δ/ε"
 
@@ -112,3 +120,90 @@ def beta_bernoulli_ops(
     )
     generator = rng if rng is not None else np.random.default_rng()
     return float(truncated_beta(a, b, truncation, 1 - truncation, generator))
+
+
+def _log_truncated_normaliser(a: float, b: float, truncation: float) -> float:
+    """log ∫_{a0}^{1−a0} θ^{a−1}(1−θ)^{b−1} dθ, by the regularised incomplete beta function."""
+    lower, upper = special.betainc(a, b, truncation), special.betainc(a, b, 1 - truncation)
+    if upper - lower > 0.5:
+        inside = math.log(upper - lower)
+    else:  # mass near a boundary: subtract in the tail with full relative precision
+        inside = math.log(
+            special.betaincc(a, b, truncation) - special.betaincc(a, b, 1 - truncation)
+        )
+    return float(special.betaln(a, b)) + inside
+
+
+def beta_bernoulli_local_epsilon(
+    successes: int,
+    trials: int,
+    *,
+    truncation: float,
+    temperature: float,
+    alpha: float = 1.0,
+    beta: float = 1.0,
+) -> float:
+    """Dataset-specific ε of one OPS draw: the largest privacy loss against any neighbour.
+
+    Foulds et al. (2016), App. A and Fig. 8. For a dataset with s successes in N trials, the
+    replace-one neighbours have s ± 1 successes. With log p_T(θ | s) =
+    ((s + α − 1) log θ + (N − s + β − 1) log(1 − θ))/T − log Z_T(s), the log density ratio
+    against s − 1 is logit(θ)/T − log(Z_T(s)/Z_T(s − 1)). Its supremum over θ ∈ [a0, 1 − a0]
+    is Δ/T + |log(Z_T(s)/Z_T(s − 1))|, with Δ = log((1 − a0)/a0). The local ε is the larger
+    of the two neighbours. It is at most 2Δ/T (the mechanism's ε), and it approaches that
+    bound when the data push the posterior against the truncation.
+
+    Raises
+    ------
+    ValueError
+        For inconsistent counts or invalid a0 or T.
+    """
+    if not (0 <= successes <= trials) or trials < 1:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
+    if temperature < 1:
+        raise ValueError(f"temperature must be >= 1, got {temperature!r}")
+    delta = bernoulli_delta(truncation)
+
+    def log_z(s: int) -> float:
+        a, b = tempered_beta_parameters(s, trials, alpha, beta, temperature)
+        return _log_truncated_normaliser(float(a), float(b), truncation)
+
+    here = log_z(successes)
+    neighbours = [s for s in (successes - 1, successes + 1) if 0 <= s <= trials]
+    return max(delta / temperature + abs(here - log_z(s)) for s in neighbours)
+
+
+def greedy_adversary(
+    n_records: int, *, truncation: float, temperature: float, alpha: float = 1.0, beta: float = 1.0
+) -> np.ndarray:
+    """Local ε after each record added by Foulds et al.'s greedy adversary (App. A, Fig. 8).
+
+    Starting from one success, the adversary adds, one at a time, whichever of a success or a
+    failure gives the larger :func:`beta_bernoulli_local_epsilon`.
+
+    Returns
+    -------
+    ndarray, shape (n_records,)
+        Local ε of the datasets of size 1..n_records.
+    """
+    successes, path = (
+        1,
+        [
+            beta_bernoulli_local_epsilon(
+                1, 1, truncation=truncation, temperature=temperature, alpha=alpha, beta=beta
+            )
+        ],
+    )
+    for n in range(2, n_records + 1):
+        options = [
+            (
+                beta_bernoulli_local_epsilon(
+                    s, n, truncation=truncation, temperature=temperature, alpha=alpha, beta=beta
+                ),
+                s,
+            )
+            for s in (successes, successes + 1)
+        ]
+        best, successes = max(options)
+        path.append(best)
+    return np.array(path)
