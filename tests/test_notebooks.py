@@ -1,7 +1,7 @@
 """The committed notebooks are executed and match their build scripts (not re-executed here).
 
-Rebuild them with ``python notebooks/build_notebooks.py`` and
-``python notebooks/build_hmm_notebook.py``.
+Rebuild them with ``python notebooks/build_notebooks.py``,
+``python notebooks/build_hmm_notebook.py`` and ``python notebooks/build_theory_notebook.py``.
 """
 
 import importlib.util
@@ -15,6 +15,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 BUILDS = {
     "01_private_rates_mpls_stops.ipynb": ("build_notebooks.py", 2),
     "02_private_hmm_mpls_stops.ipynb": ("build_hmm_notebook.py", 3),
+    "03_posterior_sampling_theory.ipynb": ("build_theory_notebook.py", 4),
 }
 
 
