@@ -64,6 +64,7 @@ __all__ = [
     "multivariate_normal_lipschitz",
     "normal_known_mean_assumption2_constants",
     "normal_known_mean_lipschitz",
+    "ops_epsilon",
     "ops_temperature",
     "posterior_sampling_epsilon",
     "psaqr_utility_gap",
@@ -156,13 +157,33 @@ def ops_temperature(delta_log_likelihood: float, epsilon: float) -> float:
     ValueError
         If Δ is not finite and > 0 (an untruncated model has Δ = ∞) or ε is invalid.
     """
+    return 2.0 * _log_likelihood_bound(delta_log_likelihood) / validate_epsilon(epsilon)
+
+
+def ops_epsilon(delta_log_likelihood: float, temperature: float) -> float:
+    """ε = 2Δ/T of one exact draw at temperature T (the inverse of :func:`ops_temperature`).
+
+    Foulds et al. 2016, §3.1 eq. (10) and (14).
+
+    Raises
+    ------
+    ValueError
+        If Δ is not finite and > 0, or T is not finite and > 0.
+    """
+    temperature = float(temperature)
+    if not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
+    return 2.0 * _log_likelihood_bound(delta_log_likelihood) / temperature
+
+
+def _log_likelihood_bound(delta_log_likelihood: float) -> float:
     delta = float(delta_log_likelihood)
     if not math.isfinite(delta) or delta <= 0:
         raise ValueError(
             f"the log-likelihood bound must be finite and > 0, got {delta_log_likelihood!r}; "
             "an untruncated parameter space has an unbounded log-likelihood"
         )
-    return 2.0 * delta / validate_epsilon(epsilon)
+    return delta
 
 
 # --------------------------------------------------------------------------------------------

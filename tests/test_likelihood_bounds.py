@@ -93,3 +93,13 @@ def test_normal_matches_brute_force(a, width, m_shift, m_width, sigma):
 def test_missing_bounds_are_refused_with_the_bound_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@settings(max_examples=50, deadline=None)
+@given(delta=st.floats(1e-3, 1e3), epsilon=st.floats(1e-3, 1e3))
+def test_ops_epsilon_inverts_ops_temperature(delta, epsilon):
+    from pymc_dp.theory import ops_epsilon
+
+    assert ops_epsilon(delta, ops_temperature(delta, epsilon)) == pytest.approx(epsilon)
+    with pytest.raises(ValueError, match="temperature"):
+        ops_epsilon(delta, 0.0)
