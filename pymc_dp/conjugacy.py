@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+from pymc.distributions.truncated import TruncatedRV
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
@@ -66,6 +67,9 @@ class ConjugateLink:
         Number of groups G (the prior's leading dimension; 1 without indexing).
     domain : RecordDomain
         Declared domain of one record.
+    truncation : (float, float) or None
+        Bounds (lower, upper) of a truncated Beta prior (``pm.Truncated`` /
+        :func:`pymc_dp.distributions.TruncatedBeta`), else None.
     """
 
     observed: str
@@ -75,6 +79,7 @@ class ConjugateLink:
     groups: np.ndarray | None
     n_groups: int
     domain: RecordDomain
+    truncation: tuple[float, float] | None = None
 
     def validate(self) -> None:
         """Raise :class:`~pymc_dp.InvalidPrivateDataError` if any record is out of domain."""
@@ -92,10 +97,19 @@ class ConjugateLink:
 def _distribution(rv: Variable, table: Mapping[str, type]) -> str | None:
     if rv.owner is None:
         return None
+    op = getattr(rv.owner.op, "base_rv_op", rv.owner.op)  # pm.Truncated wraps its base
     for name, dist in table.items():
-        if isinstance(rv.owner.op, type(dist.rv_op)):
+        if isinstance(op, type(dist.rv_op)):
             return name
     return None
+
+
+def _truncation(prior_rv: Variable) -> tuple[float, float] | None:
+    """(lower, upper) of a ``pm.Truncated`` prior with constant bounds, else None."""
+    if not isinstance(prior_rv.owner.op, TruncatedRV):
+        return None
+    lower, upper = (float(variable_value(v)) for v in prior_rv.owner.inputs[-2:])
+    return lower, upper
 
 
 def variable_value(variable: Variable) -> np.ndarray:
@@ -193,7 +207,8 @@ def find_conjugate_link(
     if likelihood != "multinomial":
         data = data.reshape(-1)
     groups = variable_value(index).reshape(-1) if index is not None else None
-    return ConjugateLink(name, prior_rv.name, family, data, groups, n_groups, domain)
+    truncation = _truncation(prior_rv)
+    return ConjugateLink(name, prior_rv.name, family, data, groups, n_groups, domain, truncation)
 
 
 def _record_domain(likelihood, params, n_categories, max_trials, model, name) -> RecordDomain:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.conjugacy import ConjugateLink
+from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import group_sums
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
@@ -131,9 +132,17 @@ def release_sufficient_statistics(
     ------
     InvalidPrivateDataError
         If any record is outside the declared domain (before any noise).
+    NonPrivateModelError
+        If the prior is truncated: the conjugate Gibbs step draws untruncated posteriors, so
+        truncated priors are released with ``mechanism="ops"``.
     BudgetExceededError
         If the ledger's budget would be exceeded (nothing released).
     """
+    if link.truncation is not None:
+        raise NonPrivateModelError(
+            f"{link.prior} has a truncated prior: sample it with mechanism='ops' (the Laplace "
+            "path's conjugate step draws untruncated posteriors)"
+        )
     link.validate()
     exact = sufficient_statistics(link)
     n_released = released_components(link, neighbouring)

@@ -23,6 +23,7 @@ from pymc_dp.hmm.sampling import sample_hmm
 from pymc_dp.ledger import PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
+from pymc_dp.ops_sampling import sample_ops
 from pymc_dp.private_model import build_private_model
 from pymc_dp.release import ReleasedStatistics, release_all
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
@@ -48,6 +49,7 @@ def sample(
     delta: float = 0.0,
     neighbouring: str = "replace-one",
     mechanism: str = "laplace",
+    release: str | None = None,
     budget: float | tuple[float, float] | None = None,
     ledger: PrivacyLedger | None = None,
     noise_backend: NoiseBackend = "opendp",
@@ -83,10 +85,16 @@ def sample(
         "replace-one" (default; n public) or "add-remove-one".
     mechanism : {"laplace", "ops"}
         ``"laplace"`` (default): Laplace-privatised sufficient statistics (count tensor for a
-        naive-Bayes HMM). ``"ops"``: one posterior sample at temperature 2Δ/ε — for models
-        built by :func:`pymc_dp.models.naive_bayes_hmm` with ``truncation``; only the last
-        draw of each chain is kept and its guarantee assumes convergence (see
-        :func:`pymc_dp.hmm.sample_hmm`).
+        naive-Bayes HMM). ``"ops"``: posterior sampling at temperature 2Δ/ε — for models
+        built by :func:`pymc_dp.models.naive_bayes_hmm` with ``truncation`` (the last draw
+        of each chain is kept and its guarantee assumes convergence, see
+        :func:`pymc_dp.hmm.sampling.sample_hmm`), and for models whose free variables are
+        truncated Beta priors of Bernoulli/Binomial likelihoods (exact draws, see
+        :mod:`pymc_dp.ops_sampling`).
+    release : {"last", "chain"}, optional
+        For ``mechanism="ops"``: release one draw (default) or ``draws`` draws, ε split
+        between them. The Laplace path releases statistics, so every draw is free and
+        ``release`` must be None; the HMM's OPS supports "last" only.
     budget : float or (float, float), optional
         (epsilon, delta) budget for a new ledger; exclusive with ``ledger``.
     ledger : PrivacyLedger, optional
@@ -137,6 +145,23 @@ def sample(
     run_ledger = ledger if ledger is not None else PrivacyLedger(budget=budget)
     spent_before = len(run_ledger)
     spec = hmm_spec_of(model)
+    if mechanism == "laplace" and release is not None:
+        raise ValueError("the Laplace path releases statistics once; every draw is free")
+    if spec is None and mechanism == "ops":
+        if epsilon is None or isinstance(epsilon, Mapping) or step is not None:
+            raise ValueError("mechanism='ops' needs one total epsilon and no step")
+        idata, _ = sample_ops(
+            model,
+            draws,
+            epsilon=epsilon,
+            release=release or "last",
+            ledger=run_ledger,
+            neighbouring=neighbouring,
+            random_seed=kwargs.get("random_seed"),
+        )
+        return _run_ledger(run_ledger, spent_before).attach(idata)
+    if spec is not None and release not in (None, "last"):
+        raise ValueError("the HMM's OPS releases the last draw of each chain only")
     if spec is not None:
         if step is not None or max_trials is not None:
             raise ValueError("a naive-Bayes HMM takes hmm_method='ffbs'|'collapsed', not step")
@@ -155,11 +180,6 @@ def sample(
         )
         idata[RELEASED_GROUP] = released
         return _run_ledger(run_ledger, spent_before).attach(idata)
-    if mechanism != "laplace":
-        raise ValueError(
-            f"mechanism {mechanism!r} is available for naive-Bayes HMMs only; "
-            "conjugate models are released with 'laplace'"
-        )
 
     provided = _as_private_steps(step)
     releases = _adopt_step_releases(provided, run_ledger)

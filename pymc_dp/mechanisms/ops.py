@@ -36,7 +36,7 @@ SOURCE = "Foulds et al. 2016, §3.1 eq. (10), (14), (15): one posterior sample a
 
 
 def tempered_beta_parameters(
-    successes, trials, alpha: float, beta: float, temperature: float
+    successes, trials, alpha, beta, temperature: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Parameters of Beta(s + α, N − s + β) raised to the power 1/T: ((c − 1)/T + 1) each."""
     successes, trials = np.asarray(successes, float), np.asarray(trials, float)
