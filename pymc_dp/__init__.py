@@ -23,11 +23,12 @@ from pymc_dp.release import (
     sufficient_statistics_sensitivity,
 )
 from pymc_dp.sampling import private_trace, sample
-from pymc_dp.steps import NaiveBayesHMMGibbs, PrivateConjugateGibbs
+from pymc_dp.steps import NaiveBayesHMMGibbs, PrivateConjugateGibbs, PrivateMetropolis
 
 __version__ = "0.1.0"
 
-for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs):  # idempotent registration
+# idempotent registration
+for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs, PrivateMetropolis):
     if _step not in STEP_METHODS:
         STEP_METHODS.append(_step)
 
@@ -41,6 +42,7 @@ __all__ = [
     "PrivacyEvent",
     "PrivacyLedger",
     "PrivateConjugateGibbs",
+    "PrivateMetropolis",
     "ReleasedStatistics",
     "__version__",
     "analyse_model",

@@ -40,6 +40,8 @@ from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
 from pymc_dp.likelihood_bounds import binomial_delta
 from pymc_dp.mechanisms.ops import tempered_beta_parameters
 from pymc_dp.release import sufficient_statistics
+from pymc_dp.steps.private_metropolis import PrivateMetropolis
+from pymc_dp.tempering import temper
 from pymc_dp.theory import ops_temperature
 from pymc_dp.truncated import truncated_beta
 
@@ -93,6 +95,25 @@ def _dims(model: pm.Model, name: str) -> tuple[str, ...]:
     return (f"{name}_dim_0",) if model[name].ndim == 1 else ()
 
 
+def _analyse(model: pm.Model, epsilon: float, neighbouring: str):
+    """Links, prior names and Δ of a truncated-Beta model, or a refusal."""
+    if neighbouring != "replace-one":
+        raise ValueError(
+            "posterior sampling with a log-likelihood bound is calibrated for replace-one"
+        )
+    validate_epsilon(epsilon)
+    links = analyse_model(model)
+    priors = [link.prior for link in links.values()]
+    if len(set(priors)) != len(priors):
+        raise NonPrivateModelError("OPS here needs each truncated prior to feed one likelihood")
+    others = sorted({rv.name for rv in model.free_RVs} - set(priors))
+    if others:
+        raise NonPrivateModelError(f"OPS cannot sample other free variables: {others}")
+    if any(link.family.prior != "beta" for link in links.values()):
+        raise NonPrivateModelError("OPS here supports truncated Beta priors only")
+    return links, priors, log_likelihood_bound_of(links)
+
+
 def sample_ops(
     model: pm.Model,
     draws: int,
@@ -124,19 +145,7 @@ def sample_ops(
     """
     if release not in RELEASES:
         raise ValueError(f"release must be one of {RELEASES}, got {release!r}")
-    if neighbouring != "replace-one":
-        raise ValueError("OPS with a log-likelihood bound is calibrated for replace-one neighbours")
-    validate_epsilon(epsilon)
-    links = analyse_model(model)
-    priors = [link.prior for link in links.values()]
-    if len(set(priors)) != len(priors):
-        raise NonPrivateModelError("OPS here needs each truncated prior to feed one likelihood")
-    others = sorted({rv.name for rv in model.free_RVs} - set(priors))
-    if others:
-        raise NonPrivateModelError(f"OPS cannot sample other free variables: {others}")
-    if any(link.family.prior != "beta" for link in links.values()):
-        raise NonPrivateModelError("OPS here supports truncated Beta priors only")
-    delta = log_likelihood_bound_of(links)
+    links, priors, delta = _analyse(model, epsilon, neighbouring)
     n_draws = 1 if release == "last" else int(draws)
     if n_draws < 1:
         raise ValueError("need at least one draw")
@@ -179,3 +188,99 @@ def sample_ops(
     }
     dataset = xr.Dataset(posterior, coords={"chain": [0], "draw": np.arange(n_draws), **coords})
     return xr.DataTree.from_dict({"posterior": dataset}), event
+
+
+METROPOLIS_SOURCE = (
+    "Foulds et al. 2016, App. C.1 eq. (62) and Theorem C.1: symmetric random-walk Metropolis at "
+    "T = 2Δ/ε_step is (ε_step, δ_step)-DP per step if Pr(reject) <= δ_step (declared)"
+)
+
+
+def sample_metropolis(
+    model: pm.Model,
+    draws: int,
+    *,
+    epsilon: float,
+    delta: float,
+    release: str,
+    ledger: PrivacyLedger,
+    neighbouring: str,
+    proposal_scale: float,
+    **kwargs,
+) -> xr.DataTree:
+    """Private Metropolis (Foulds Theorem C.1) on a truncated-Beta model; see the module doc.
+
+    Every step of every chain counts, tuning included: n = chains × (tune + draws).
+
+    * ``release="chain"``: every step is released. Each runs at ε_s = ε/n and
+      T = 2Δ/ε_s, and is (ε_s, δ/n)-DP **if** its rejection probability is at most δ/n for
+      every dataset and state. That is a declared assumption, rarely true for a random walk.
+      Total (ε, δ).
+    * ``release="last"``: the last draw of each chain, at T = 2Δ/(ε/chains). If the chain
+      converged, each draw is an exact tempered-posterior draw and costs ε/chains with no δ.
+      The event is flagged ``assumes_convergence``; its ``worst_case_epsilon`` is n·2Δ/T.
+      Without convergence the composed δ would also be n·Pr(reject).
+
+    Raises
+    ------
+    ValueError
+        Under ``release="chain"`` with δ not in (0, 1); for an unknown release.
+    BudgetExceededError
+        Before any step, if the cost exceeds the budget.
+    """
+
+    if release not in RELEASES:
+        raise ValueError(f"release must be one of {RELEASES}, got {release!r}")
+    links, priors, bound = _analyse(model, epsilon, neighbouring)
+    for link in links.values():
+        link.validate()
+    chains = int(kwargs.setdefault("chains", 1))
+    tune = int(kwargs.setdefault("tune", 1000))
+    n_steps = chains * (tune + int(draws))
+    if release == "chain":
+        if not 0 < delta < 1:
+            raise ValueError("release='chain' needs the declared δ in (0, 1) (Theorem C.1)")
+        temperature = max(1.0, ops_temperature(bound, epsilon / n_steps))
+        cost = (n_steps * 2 * bound / temperature, float(delta))
+    else:
+        if kwargs.get("discard_tuned_samples", True) is False:
+            raise ValueError("release='last' keeps the last draw only")
+        kwargs["compute_convergence_checks"] = False  # computed from every draw: would leak
+        temperature = max(1.0, ops_temperature(bound, epsilon / chains))
+        cost = (chains * 2 * bound / temperature, 0.0)
+    ledger.check(*cost)
+    with temper(model, temperature, part="joint") as tempered:
+        step = PrivateMetropolis(proposal_scale=proposal_scale)
+        idata = pm.sample(draws, step=step, **kwargs)
+    ledger.charge(
+        PrivacyEvent(
+            mechanism="private_metropolis" if release == "chain" else "one_posterior_sample",
+            epsilon=cost[0],
+            delta=cost[1],
+            sensitivity=bound,
+            neighbouring=neighbouring,
+            variables=tuple(priors),
+            noise_backend="numpy",
+            statistic=(
+                f"{'all' if release == 'chain' else 'the last'} of {n_steps} Metropolis steps at "
+                f"T = {temperature:.4g}, proposal sd {proposal_scale:g}"
+                + (
+                    f"; assumes Pr(reject) <= {delta / n_steps:.3g} per step"
+                    if release == "chain"
+                    else ""
+                )
+            ),
+            source=METROPOLIS_SOURCE,
+            temperature=temperature,
+            assumes_convergence=release == "last",
+            worst_case_epsilon=n_steps * 2 * bound / temperature if release == "last" else None,
+        )
+    )
+    del tempered
+    for name in list(idata.children):
+        if name not in ("posterior", "sample_stats"):
+            del idata[name]
+    if release == "last":
+        for name in ("posterior", "sample_stats"):
+            idata[name] = idata[name].to_dataset().isel(draw=[-1])
+    return idata

@@ -23,14 +23,14 @@ from pymc_dp.hmm.sampling import sample_hmm
 from pymc_dp.ledger import PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
-from pymc_dp.ops_sampling import sample_ops
+from pymc_dp.ops_sampling import sample_metropolis, sample_ops
 from pymc_dp.private_model import build_private_model
 from pymc_dp.release import ReleasedStatistics, release_all
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 
 __all__ = ["MECHANISMS", "RELEASED_GROUP", "SAFE_GROUPS", "private_trace", "sample"]
 
-MECHANISMS: tuple[str, ...] = ("laplace", "ops")
+MECHANISMS: tuple[str, ...] = ("laplace", "ops", "metropolis")
 SAFE_GROUPS: tuple[str, ...] = (
     "posterior",
     "sample_stats",
@@ -83,7 +83,7 @@ def sample(
         Delta allotted to the run (0 <= delta < 1). The Laplace mechanism spends none.
     neighbouring : {"replace-one", "add-remove-one"}
         "replace-one" (default; n public) or "add-remove-one".
-    mechanism : {"laplace", "ops"}
+    mechanism : {"laplace", "ops", "metropolis"}
         ``"laplace"`` (default): Laplace-privatised sufficient statistics (count tensor for a
         naive-Bayes HMM). ``"ops"``: posterior sampling at temperature 2Δ/ε — for models
         built by :func:`pymc_dp.models.naive_bayes_hmm` with ``truncation`` (the last draw
@@ -91,6 +91,9 @@ def sample(
         :func:`pymc_dp.hmm.sampling.sample_hmm`), and for models whose free variables are
         truncated Beta priors of Bernoulli/Binomial likelihoods (exact draws, see
         :mod:`pymc_dp.ops_sampling`).
+        ``"metropolis"``: random-walk Metropolis at temperature 2Δ/ε_step with a public
+        ``proposal_scale`` (Foulds Thm C.1; see :func:`pymc_dp.ops_sampling.sample_metropolis`),
+        for the same truncated-Beta models; ``delta`` is the declared bound on rejections.
     release : {"last", "chain"}, optional
         For ``mechanism="ops"``: release one draw (default) or ``draws`` draws, ε split
         between them. The Laplace path releases statistics, so every draw is free and
@@ -147,6 +150,22 @@ def sample(
     spec = hmm_spec_of(model)
     if mechanism == "laplace" and release is not None:
         raise ValueError("the Laplace path releases statistics once; every draw is free")
+    if spec is None and mechanism == "metropolis":
+        if epsilon is None or isinstance(epsilon, Mapping) or step is not None:
+            raise ValueError("mechanism='metropolis' needs one total epsilon and no step")
+        if "proposal_scale" not in kwargs:
+            raise ValueError("mechanism='metropolis' needs a public, fixed proposal_scale")
+        idata = sample_metropolis(
+            model,
+            draws,
+            epsilon=epsilon,
+            delta=delta,
+            release=release or "last",
+            ledger=run_ledger,
+            neighbouring=neighbouring,
+            **kwargs,
+        )
+        return _run_ledger(run_ledger, spent_before).attach(idata)
     if spec is None and mechanism == "ops":
         if epsilon is None or isinstance(epsilon, Mapping) or step is not None:
             raise ValueError("mechanism='ops' needs one total epsilon and no step")

@@ -2,5 +2,6 @@
 
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
+from pymc_dp.steps.private_metropolis import PrivateMetropolis
 
-__all__ = ["NaiveBayesHMMGibbs", "PrivateConjugateGibbs"]
+__all__ = ["NaiveBayesHMMGibbs", "PrivateConjugateGibbs", "PrivateMetropolis"]

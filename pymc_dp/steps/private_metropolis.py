@@ -1,0 +1,95 @@
+"""Random-walk Metropolis with a fixed, public proposal scale (Foulds et al. 2016, App. C.1).
+
+Theorem C.1 (proof in App. D): a Metropolis update that leaves the posterior at temperature
+T = 2Δ/ε invariant, with a symmetric proposal f, is (ε, δ)-DP **if** its rejection
+probability ∫ f(θ, θ')(1 − Pr(accept)) dθ' is at most δ for every dataset and every θ.
+Accepted moves have log-probability ratios within ε between neighbouring datasets. Rejections
+are covered only by δ, and a random-walk proposal is rejected with probability close to its
+typical rejection rate, often 0.3–0.8. So δ must be a bound the user can justify, and Foulds
+et al. note this "may not typically correspond to a practical privacy-preserving sampling
+algorithm". Use it for study, not for releases.
+
+The proposal scale is fixed and public: PyMC's adaptive tuning reads the acceptance rate,
+which depends on the data, so this step never tunes. It samples whatever model it is given;
+:func:`pymc_dp.sample` with ``mechanism="metropolis"`` passes a model tempered at T
+(:func:`pymc_dp.tempering.temper`) and charges the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import pymc as pm
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+
+__all__ = ["PrivateMetropolis"]
+
+
+class PrivateMetropolis(BlockedStep):
+    """Gaussian random-walk Metropolis on all (transformed) value variables, no tuning.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Value variables to update jointly (default: all free variables).
+    proposal_scale : float
+        Standard deviation of the Gaussian proposal in value space (public, data-independent).
+    model : pm.Model, optional
+    rng, initial_point, compile_kwargs, blocked
+        As for PyMC step methods.
+
+    Raises
+    ------
+    ValueError
+        If the proposal scale is not finite and > 0, or a variable is discrete.
+    """
+
+    name = "private_metropolis"
+    default_blocked = True
+    stats_dtypes_shapes: ClassVar = {"accepted": (bool, [])}
+    _state_class = StepMethodState
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        proposal_scale: float,
+        model: pm.Model | None = None,
+        blocked: bool = True,
+        rng=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+    ) -> None:
+        model = modelcontext(model)
+        if not (np.isfinite(proposal_scale) and proposal_scale > 0):
+            raise ValueError(f"proposal_scale must be finite and > 0, got {proposal_scale!r}")
+        self.vars = (
+            get_value_vars_from_user_vars(vars, model)
+            if vars is not None
+            else list(model.value_vars)
+        )
+        if any(v.dtype.startswith("int") for v in self.vars):
+            raise ValueError("PrivateMetropolis updates continuous variables only")
+        self.proposal_scale = float(proposal_scale)
+        self._names = [v.name for v in self.vars]
+        self._logp = model.compile_logp(**(compile_kwargs or {}))
+        self.rng = get_random_generator(rng)
+
+    def step(self, point: dict) -> tuple[dict, list[dict]]:
+        """One symmetric proposal, accepted with probability min(1, p(θ')/p(θ))."""
+        proposal = dict(point)
+        for name in self._names:
+            value = np.asarray(point[name], dtype=np.float64)
+            step = self.rng.normal(0.0, self.proposal_scale, size=value.shape)
+            proposal[name] = np.asarray(value + step)  # keep 0-d arrays arrays
+        log_ratio = float(self._logp(proposal)) - float(self._logp(point))
+        accepted = bool(np.log(self.rng.uniform()) < log_ratio)
+        return (proposal if accepted else point), [{"accepted": accepted}]
+
+    @staticmethod
+    def competence(var, has_grad):
+        """Never chosen automatically."""
+        return Competence.INCOMPATIBLE
