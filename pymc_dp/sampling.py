@@ -30,7 +30,7 @@ from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 
 __all__ = ["MECHANISMS", "RELEASED_GROUP", "SAFE_GROUPS", "private_trace", "sample"]
 
-MECHANISMS: tuple[str, ...] = ("laplace", "ops", "metropolis")
+MECHANISMS: tuple[str, ...] = ("laplace", "ops", "gibbs-exponential", "metropolis")
 SAFE_GROUPS: tuple[str, ...] = (
     "posterior",
     "sample_stats",
@@ -83,7 +83,7 @@ def sample(
         Delta allotted to the run (0 <= delta < 1). The Laplace mechanism spends none.
     neighbouring : {"replace-one", "add-remove-one"}
         "replace-one" (default; n public) or "add-remove-one".
-    mechanism : {"laplace", "ops", "metropolis"}
+    mechanism : {"laplace", "ops", "gibbs-exponential", "metropolis"}
         ``"laplace"`` (default): Laplace-privatised sufficient statistics (count tensor for a
         naive-Bayes HMM). ``"ops"``: posterior sampling at temperature 2Δ/ε — for models
         built by :func:`pymc_dp.models.naive_bayes_hmm` with ``truncation`` (the last draw
@@ -91,6 +91,9 @@ def sample(
         :func:`pymc_dp.hmm.sampling.sample_hmm`), and for models whose free variables are
         truncated Beta priors of Bernoulli/Binomial likelihoods (exact draws, see
         :mod:`pymc_dp.ops_sampling`).
+        ``"gibbs-exponential"`` (naive-Bayes HMM): every Gibbs update is an exponential
+        mechanism and every draw is released; the costs of all sweeps, tuning included,
+        compose to ε (Foulds §4.1 eq. 19–20).
         ``"metropolis"``: random-walk Metropolis at temperature 2Δ/ε_step with a public
         ``proposal_scale`` (Foulds Thm C.1; see :func:`pymc_dp.ops_sampling.sample_metropolis`),
         for the same truncated-Beta models; ``delta`` is the declared bound on rejections.
@@ -179,8 +182,12 @@ def sample(
             random_seed=kwargs.get("random_seed"),
         )
         return _run_ledger(run_ledger, spent_before).attach(idata)
-    if spec is not None and release not in (None, "last"):
+    if spec is None and mechanism == "gibbs-exponential":
+        raise ValueError("mechanism='gibbs-exponential' is available for naive-Bayes HMMs")
+    if spec is not None and mechanism == "ops" and release not in (None, "last"):
         raise ValueError("the HMM's OPS releases the last draw of each chain only")
+    if spec is not None and mechanism == "gibbs-exponential" and release not in (None, "chain"):
+        raise ValueError("mechanism='gibbs-exponential' releases the whole chain")
     if spec is not None:
         if step is not None or max_trials is not None:
             raise ValueError("a naive-Bayes HMM takes hmm_method='ffbs'|'collapsed', not step")

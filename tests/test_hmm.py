@@ -727,3 +727,37 @@ def test_effective_states_is_the_exponential_of_the_occupancy_entropy():
     assert effective_states(z, 2) == pytest.approx(
         np.exp(-(0.75 * np.log(0.75) + 0.25 * np.log(0.25)))
     )
+
+
+def test_exponential_mechanism_gibbs_releases_every_draw_at_the_composed_cost(simulated):
+    model = naive_bayes_hmm(simulated.counts, 2, truncation=10)
+    idata = pymc_dp.sample(
+        12,
+        tune=8,
+        chains=1,
+        model=model,
+        epsilon=50.0,
+        mechanism="gibbs-exponential",
+        progressbar=False,
+        random_seed=8,
+    )
+    (event,) = PrivacyLedger.from_datatree(idata).events
+    unit = ops_cost([2, 3, 4], 1 / (10 * np.array([2, 3, 4])), 1.0)
+    per_sweep = unit.sweep_epsilon * unit.temperature
+    assert event.temperature == pytest.approx(20 * per_sweep / 50.0)
+    assert event.epsilon == pytest.approx(50.0) and not event.assumes_convergence
+    assert idata["posterior"].sizes["draw"] == 12
+    with pytest.raises(ValueError, match="whole chain"):
+        pymc_dp.sample(5, model=model, epsilon=1.0, mechanism="gibbs-exponential", release="last")
+    ledger = PrivacyLedger(budget=10.0)
+    with pytest.raises(BudgetExceededError):
+        pymc_dp.sample(
+            5,
+            tune=5,
+            chains=1,
+            model=model,
+            epsilon=50.0,
+            mechanism="gibbs-exponential",
+            ledger=ledger,
+        )
+    assert len(ledger) == 0

@@ -11,14 +11,18 @@ import pymc as pm
 import xarray as xr
 
 from pymc_dp.hmm.privacy import ops_cost, record_ops_release, release_cell_counts
-from pymc_dp.ledger import PrivacyLedger, validate_epsilon
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import NaiveBayesHMMSpec
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
 
 __all__ = ["HMM_MECHANISMS", "sample_hmm"]
 
-HMM_MECHANISMS = ("laplace", "ops")
+EXPONENTIAL_GIBBS_SOURCE = (
+    "Foulds et al. 2016, §4.1 eq. (19)-(20), Theorem 1: every Gibbs update is an exponential "
+    "mechanism at temperature T; costs compose over all updates of all sweeps"
+)
+HMM_MECHANISMS = ("laplace", "ops", "gibbs-exponential")
 _KEPT_GROUPS = ("posterior", "sample_stats")
 
 
@@ -79,7 +83,49 @@ def sample_hmm(
             projection=projection,
         )
         return _sample_laplace(spec, noisy, draws, hmm_method, kwargs)
+    if mechanism == "gibbs-exponential":
+        return _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, kwargs)
     return _sample_ops(spec, draws, epsilon, neighbouring, ledger, hmm_method, kwargs)
+
+
+def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, kwargs):
+    """Release every draw: each update is an exponential mechanism, all updates compose.
+
+    Foulds et al. 2016, §4.1 eq. (19)-(20): an update at temperature T costs 2Δ_l/T. One
+    FFBS sweep costs (2Δ + Σ_d (K_d − 1)·2Δ_d)/T (:class:`~pymc_dp.hmm.privacy.OPSCost`), so
+    n = chains × (tune + draws) sweeps — tuning included, every kept draw depends on it —
+    cost ε at T = n·(2Δ + Σ_d (K_d − 1)·2Δ_d)/ε. No convergence assumption is needed.
+    """
+    if neighbouring != "replace-one":
+        raise ValueError("the HMM's exponential-mechanism Gibbs is calibrated for replace-one")
+    chains = int(kwargs.setdefault("chains", 1))
+    n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
+    unit = ops_cost(spec.counts.n_categories, spec.lower, 1.0)
+    per_sweep_at_one = unit.sweep_epsilon * unit.temperature  # the cost of a sweep at T = 1
+    temperature = max(1.0, n_sweeps * per_sweep_at_one / epsilon)
+    total = n_sweeps * per_sweep_at_one / temperature
+    ledger.check(total)
+    with spec.rebuild(spec.counts):
+        step = NaiveBayesHMMGibbs(temperature=temperature)
+        idata = pm.sample(draws, step=step, **kwargs)
+    ledger.charge(
+        PrivacyEvent(
+            mechanism="exponential_mechanism_gibbs",
+            epsilon=total,
+            delta=0.0,
+            sensitivity=unit.delta,
+            neighbouring=neighbouring,
+            variables=spec.variable_names,
+            noise_backend="numpy",
+            statistic=(
+                f"every draw of {n_sweeps} Gibbs sweeps (tuning included) "
+                f"at T = {temperature:.4g}"
+            ),
+            source=EXPONENTIAL_GIBBS_SOURCE,
+            temperature=temperature,
+        )
+    )
+    return _strip(idata, keep_last=False), xr.Dataset()
 
 
 def _sample_laplace(spec, noisy, draws, method, kwargs):
