@@ -11,20 +11,22 @@ from pymc_dp.distributions import TruncatedBeta, TruncatedDirichlet, sample_trun
 from pymc_dp.truncated import truncated_dirichlet_gibbs
 
 
+def _assert_truncated_beta_2_3(draws):
+    """KS test of draws against Beta(2, 3) truncated to [0.1, 0.9]."""
+    base = stats.beta(2, 3)
+    mass = base.cdf(0.9) - base.cdf(0.1)
+    assert stats.kstest(draws, lambda x: (base.cdf(x) - base.cdf(0.1)) / mass).pvalue > 1e-3
+
+
 def test_truncated_beta_draws_and_logp():
     with pm.Model() as model:
         p = TruncatedBeta("p", 2.0, 3.0, 0.1)
     draws = pm.draw(p, draws=4000, random_seed=1)
     assert draws.min() >= 0.1 and draws.max() <= 0.9
-    mass = stats.beta(2, 3).cdf(0.9) - stats.beta(2, 3).cdf(0.1)
-    assert (
-        stats.kstest(
-            draws, lambda x: (stats.beta(2, 3).cdf(x) - stats.beta(2, 3).cdf(0.1)) / mass
-        ).pvalue
-        > 1e-3
-    )
+    _assert_truncated_beta_2_3(draws)
     logp = model.compile_logp(jacobian=False)
     value = {"p_interval__": model.rvs_to_transforms[p].forward(0.4, *p.owner.inputs).eval()}
+    mass = stats.beta(2, 3).cdf(0.9) - stats.beta(2, 3).cdf(0.1)
     assert logp(value) == pytest.approx(stats.beta(2, 3).logpdf(0.4) - np.log(mass))
     with pytest.raises(ValueError, match="1/2"):
         with pm.Model():
@@ -35,13 +37,7 @@ def test_two_category_truncated_dirichlet_is_the_truncated_beta():
     with pm.Model():
         theta = TruncatedDirichlet("theta", np.array([2.0, 3.0]), 0.1)
     draws = pm.draw(theta, draws=4000, random_seed=2)[:, 0]
-    mass = stats.beta(2, 3).cdf(0.9) - stats.beta(2, 3).cdf(0.1)
-    assert (
-        stats.kstest(
-            draws, lambda x: (stats.beta(2, 3).cdf(x) - stats.beta(2, 3).cdf(0.1)) / mass
-        ).pvalue
-        > 1e-3
-    )
+    _assert_truncated_beta_2_3(draws)
 
 
 def test_truncated_dirichlet_draws_agree_with_the_gibbs_kernel():
