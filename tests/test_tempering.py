@@ -106,3 +106,22 @@ def test_logistic_gibbs_posterior_rejects_bad_labels():
         logistic_regression_gibbs_posterior(
             np.ones((2, 1)), [0, 1], epsilon=1.0, delta=0.0, prior_sigma=1.0, feature_norm_bound=1.0
         )
+
+
+def test_clipped_log_likelihood_bounds_every_record():
+    from pymc_dp.tempering import clip_log_likelihood
+
+    x = np.array([0.1, -0.5, 8.0])  # the outlier's log-likelihood is far below −B
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("x", mu, 1.0, observed=x)
+    clipped = clip_log_likelihood(model, 3.0)
+    assert not clipped.observed_RVs and [p.name for p in clipped.potentials] == ["x_clipped"]
+    logp = clipped.compile_logp(jacobian=False)
+    for value in (-1.0, 0.5, 4.0):
+        expected = (
+            stats.norm(0, 10).logpdf(value) + np.clip(stats.norm(value, 1).logpdf(x), -3, 3).sum()
+        )
+        assert logp({"mu": value}) == pytest.approx(expected, rel=1e-6)
+    with pytest.raises(ValueError, match="B"):
+        clip_log_likelihood(model, 0.0)
