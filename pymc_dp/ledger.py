@@ -7,9 +7,13 @@ analysis, enforces an optional (epsilon, delta) budget, and composes them.
 
 Composition is *basic sequential composition* (Dwork & Roth 2014, Thm 3.16; Foulds et al.
 2016, Theorem 1): epsilons and deltas add. Every record may appear in every release, so this is
-the safe default. The ledger is stored inside the ``xarray.DataTree`` returned by
-:func:`pymc_dp.sample` (group ``privacy_ledger`` and root attribute ``pymc_dp_ledger``) and
-survives a netCDF round trip.
+the safe default. Events that declare the same ``partition`` touch disjoint sets of records
+and compose in parallel (McSherry 2009, PINQ Thm 4; Foulds et al. 2016, §4.1 citing Song et
+al. 2013): the group costs the largest (ε, δ) among them.
+
+The ledger is stored inside the ``xarray.DataTree`` returned by :func:`pymc_dp.sample`
+(group ``privacy_ledger`` and root attribute ``pymc_dp_ledger``) and survives a netCDF round
+trip.
 """
 
 from __future__ import annotations
@@ -138,6 +142,12 @@ class PrivacyEvent:
     worst_case_epsilon : float or None
         For ``assumes_convergence`` events: the epsilon of the whole chain by sequential
         composition of every update, which holds without the convergence assumption.
+    partition : str
+        Non-empty when this release reads only one part of a partition of the records, and
+        every other release with the same ``partition`` reads a different part. Parallel
+        composition then holds. The parts must be defined by a public attribute that a
+        neighbouring change cannot move a record across (or neighbours must be add/remove-one);
+        otherwise one record can touch two parts, and the group costs twice the maximum.
     time : str
         ISO 8601 UTC time at which the event was recorded (before the value was returned).
     """
@@ -155,6 +165,7 @@ class PrivacyEvent:
     temperature: float | None = None
     assumes_convergence: bool = False
     worst_case_epsilon: float | None = None
+    partition: str = ""
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def __post_init__(self) -> None:
@@ -195,7 +206,7 @@ class PrivacyLedger:
     and the deltas add. This holds whatever the overlap between the records of the releases.
     """
 
-    composition = "sequential"
+    composition = "sequential; parallel within partitions"
 
     def __init__(
         self,
@@ -214,13 +225,13 @@ class PrivacyLedger:
 
     @property
     def epsilon(self) -> float:
-        """Total epsilon under sequential composition."""
-        return math.fsum(e.epsilon for e in self._events)
+        """Total epsilon: sequential, and parallel within each declared partition."""
+        return _totals(self._events)[0]
 
     @property
     def delta(self) -> float:
-        """Total delta under sequential composition."""
-        return math.fsum(e.delta for e in self._events)
+        """Total delta: sequential, and parallel within each declared partition."""
+        return _totals(self._events)[1]
 
     def remaining(self) -> tuple[float, float]:
         """(epsilon, delta) left in the budget; ``(inf, 1.0)`` when there is no budget."""
@@ -228,14 +239,13 @@ class PrivacyLedger:
             return math.inf, 1.0
         return self.budget[0] - self.epsilon, self.budget[1] - self.delta
 
-    def check(self, epsilon: float, delta: float = 0.0) -> None:
-        """Raise :class:`~pymc_dp.BudgetExceededError` if spending (epsilon, delta) would exceed
-        the budget. Records nothing."""
+    def check(self, epsilon: float, delta: float = 0.0, partition: str = "") -> None:
+        """Raise :class:`~pymc_dp.BudgetExceededError` if spending (epsilon, delta) — in
+        ``partition``, if given — would exceed the budget. Records nothing."""
         if self.budget is None:
             return
         budget_eps, budget_delta = self.budget
-        new_eps = self.epsilon + epsilon
-        new_delta = self.delta + delta
+        new_eps, new_delta = _totals([*self._events, _Cost(epsilon, delta, partition)])
         if new_eps > budget_eps * (1 + _TOLERANCE) or new_delta > budget_delta + _TOLERANCE:
             raise BudgetExceededError(
                 f"release of (epsilon={epsilon:g}, delta={delta:g}) would bring the total to "
@@ -245,7 +255,7 @@ class PrivacyLedger:
 
     def charge(self, event: PrivacyEvent) -> PrivacyEvent:
         """Check the budget, then record ``event``. Call *before* the noisy value is returned."""
-        self.check(event.epsilon, event.delta)
+        self.check(event.epsilon, event.delta, event.partition)
         self._events.append(event)
         return event
 
@@ -347,6 +357,29 @@ class PrivacyLedger:
             f"PrivacyLedger(events={len(self)}, epsilon={self.epsilon:g}, "
             f"delta={self.delta:g}, budget={budget}, composition={self.composition})"
         )
+
+
+@dataclass(frozen=True)
+class _Cost:
+    epsilon: float
+    delta: float
+    partition: str = ""
+
+
+def _totals(events: Iterable) -> tuple[float, float]:
+    """(ε, δ): events add; events sharing a partition contribute their largest ε and δ."""
+    sequential_eps, sequential_delta = [], []
+    parallel: dict[str, list] = {}
+    for event in events:
+        if event.partition:
+            parallel.setdefault(event.partition, []).append(event)
+        else:
+            sequential_eps.append(event.epsilon)
+            sequential_delta.append(event.delta)
+    for group in parallel.values():
+        sequential_eps.append(max(e.epsilon for e in group))
+        sequential_delta.append(max(e.delta for e in group))
+    return math.fsum(sequential_eps), math.fsum(sequential_delta)
 
 
 def _parse_budget(budget: float | tuple[float, float] | None) -> tuple[float, float] | None:

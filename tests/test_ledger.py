@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymc_dp import BudgetExceededError, PrivacyEvent, PrivacyLedger
@@ -75,3 +75,47 @@ def test_split_epsilon():
         split_epsilon({"a": 0.2}, ["a", "b"])
     with pytest.raises(ValueError):
         split_epsilon({"a": -1.0}, ["a"])
+
+
+def _event(epsilon, delta=0.0, partition=""):
+    return PrivacyEvent(
+        mechanism="laplace",
+        epsilon=epsilon,
+        delta=delta,
+        sensitivity=1.0,
+        neighbouring="add-remove-one",
+        variables=("x",),
+        noise_backend="numpy",
+        partition=partition,
+    )
+
+
+def test_parallel_composition_within_a_partition_and_sequential_across():
+    ledger = PrivacyLedger(
+        events=[
+            _event(1.0, partition="region"),
+            _event(0.5, 1e-6, partition="region"),
+            _event(0.7, partition="week"),
+            _event(0.2),
+        ]
+    )
+    assert ledger.epsilon == pytest.approx(1.0 + 0.7 + 0.2)  # max per partition, then sum
+    assert ledger.delta == pytest.approx(1e-6)
+    budgeted = PrivacyLedger(budget=1.0, events=[_event(0.8, partition="region")])
+    budgeted.charge(_event(0.9, partition="region"))  # disjoint records: total is 0.9
+    with pytest.raises(BudgetExceededError):
+        budgeted.charge(_event(0.2))
+    restored = PrivacyLedger.from_json(budgeted.to_json())
+    assert restored.epsilon == pytest.approx(0.9) and restored.events[0].partition == "region"
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.01, 5.0), st.sampled_from(["", "a", "b"])), min_size=1, max_size=12
+    )
+)
+def test_parallel_totals_never_exceed_sequential_ones(costs):
+    ledger = PrivacyLedger(events=[_event(e, partition=p) for e, p in costs])
+    assert ledger.epsilon <= sum(e for e, _ in costs) + 1e-9
+    assert ledger.epsilon >= max(e for e, _ in costs) - 1e-9
