@@ -36,7 +36,9 @@ __all__ = [
     "check_conjugate_dependents",
     "find_conjugate_link",
     "observed_children",
+    "record_domain",
     "reject_imputation",
+    "split_parameter",
     "variable_value",
 ]
 
@@ -137,8 +139,14 @@ def _strip_expand_dims(variable: Variable) -> Variable:
     return variable
 
 
-def _split_parameter(param: Variable, model: pm.Model, observed: str):
-    """(prior_rv, group_index_variable_or_None) for a likelihood's probability parameter."""
+def split_parameter(param: Variable, model: pm.Model, observed: str):
+    """(prior_rv, group_index_variable_or_None) for a likelihood's parameter: p or p[group].
+
+    Raises
+    ------
+    NonPrivateModelError
+        If the parameter is indexed by anything but one constant vector of group labels.
+    """
     param = _strip_expand_dims(param)
     node = param.owner
     if node is not None and isinstance(node.op, AdvancedSubtensor):
@@ -181,7 +189,7 @@ def find_conjugate_link(
         )
     params = observed_rv.owner.op.dist_params(observed_rv.owner)
     prob = params[-1]
-    prior_rv, index = _split_parameter(prob, model, name)
+    prior_rv, index = split_parameter(prob, model, name)
     prior = _distribution(prior_rv, _PRIORS)
     if prior is None or prior_rv not in model.free_RVs:
         raise NonPrivateModelError(
@@ -202,7 +210,7 @@ def find_conjugate_link(
         )
     n_groups = shape[0] if group_ndim else 1
     n_categories = shape[-1] if event_ndim else 2
-    domain = _record_domain(likelihood, params, n_categories, max_trials, model, name)
+    domain = record_domain(likelihood, params, n_categories, max_trials, model, name)
     data = variable_value(model.rvs_to_values[observed_rv])
     if likelihood != "multinomial":
         data = data.reshape(-1)
@@ -211,7 +219,16 @@ def find_conjugate_link(
     return ConjugateLink(name, prior_rv.name, family, data, groups, n_groups, domain, truncation)
 
 
-def _record_domain(likelihood, params, n_categories, max_trials, model, name) -> RecordDomain:
+def record_domain(likelihood, params, n_categories, max_trials, model, name) -> RecordDomain:
+    """Declared domain of one record: categories and, for Binomial/Multinomial, trials.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If the trials are random, or per-record (private) without a declared ``max_trials``.
+    InvalidPrivateDataError
+        If public scalar trials exceed the declared ``max_trials``.
+    """
     if likelihood not in {"binomial", "multinomial"}:
         return RecordDomain(n_categories=n_categories)
     trials_var = params[0]

@@ -6,11 +6,12 @@ truncated to {θ : θ_j >= a0 for all j}.
 
 * :func:`TruncatedBeta` is PyMC's own ``pm.Truncated`` of a Beta. Its logp is normalised and
   its draws are exact (inverse CDF).
-* :func:`TruncatedDirichlet` is a ``pm.CustomDist``. Its logp is the Dirichlet logp on the
-  truncated simplex and −∞ outside it, up to the truncation's normalising constant. That
-  constant depends only on (α, a0) and has no closed form, so the distribution is for priors
-  with fixed parameters; a (α, a0) hyperprior would make the constant matter. Random draws
-  are exact, by rejection from the untruncated Dirichlet
+* :class:`TruncatedDirichlet` is a PyMC distribution with its own random-variable op
+  (:class:`TruncatedDirichletRV`), so model analysis recognises it after cloning. Its logp is
+  the Dirichlet logp on the truncated simplex and −∞ outside it, up to the truncation's
+  normalising constant. That constant depends only on (α, a0) and has no closed form, so the
+  distribution is for priors with fixed parameters; a (α, a0) hyperprior would make the
+  constant matter. Random draws are exact, by rejection from the untruncated Dirichlet
   (:func:`sample_truncated_dirichlet`). Inside Gibbs samplers the posterior is updated with
   the Fang et al. (2000) kernel (:func:`pymc_dp.truncated.truncated_dirichlet_gibbs`).
 """
@@ -20,8 +21,17 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.multivariate import SimplexContinuous
+from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.tensor.random.op import RandomVariable
 
-__all__ = ["TruncatedBeta", "TruncatedDirichlet", "sample_truncated_dirichlet"]
+__all__ = [
+    "TruncatedBeta",
+    "TruncatedDirichlet",
+    "TruncatedDirichletRV",
+    "sample_truncated_dirichlet",
+]
 
 MAX_REJECTION_ROUNDS = 10_000
 
@@ -72,52 +82,84 @@ def sample_truncated_dirichlet(
     )
 
 
-def _dirichlet_random(alpha, truncation, rng=None, size=None):
-    alpha = np.asarray(alpha)
-    batch = tuple(size) if size is not None else alpha.shape[:-1]
-    core = alpha.reshape(-1, alpha.shape[-1])[0]
-    return sample_truncated_dirichlet(core, float(np.asarray(truncation)), rng, batch)
+class TruncatedDirichletRV(RandomVariable):
+    """Random-variable op of :class:`TruncatedDirichlet`: exact draws by rejection."""
+
+    name = "truncated_dirichlet"
+    signature = "(k),()->(k)"
+    dtype = "floatX"
+    _print_name = ("TruncatedDirichlet", "\\operatorname{TruncatedDirichlet}")
+
+    @classmethod
+    def rng_fn(cls, rng, alpha, truncation, size):
+        alpha = np.asarray(alpha, dtype=np.float64)
+        batch = tuple(size) if size is not None else np.broadcast_shapes(
+            alpha.shape[:-1], np.shape(truncation)
+        )
+        alphas = np.broadcast_to(alpha, (*batch, alpha.shape[-1])).reshape(-1, alpha.shape[-1])
+        lowers = np.broadcast_to(np.asarray(truncation, np.float64), batch).reshape(-1)
+        if len(alphas) and np.all(alphas == alphas[0]) and np.all(lowers == lowers[0]):
+            draws = sample_truncated_dirichlet(alphas[0], float(lowers[0]), rng, (len(alphas),))
+        else:
+            rows = zip(alphas, lowers, strict=True)
+            draws = np.array([sample_truncated_dirichlet(a, float(lo), rng) for a, lo in rows])
+        return draws.reshape(*batch, alpha.shape[-1])
 
 
-def _dirichlet_logp(value, alpha, truncation):
-    inside = pt.all(value >= truncation, axis=-1)
-    log_norm = pt.gammaln(alpha.sum(-1)) - pt.gammaln(alpha).sum(-1)
-    logp = log_norm + ((alpha - 1) * pt.log(value)).sum(-1)
-    return pt.switch(inside, logp, -np.inf)
+truncated_dirichlet = TruncatedDirichletRV()
 
 
-def TruncatedDirichlet(name: str, alpha, truncation: float, **kwargs):
+class TruncatedDirichlet(SimplexContinuous):
     """Dirichlet(α) truncated to {θ_j >= a0}, as a PyMC variable (simplex-valued).
 
-    Parameters
-    ----------
-    name : str
-    alpha : array, shape (K,)
-        Concentration (> 0), fixed.
-    truncation : float
-        a0 in (0, 1/K).
-    **kwargs
-        Passed to ``pm.CustomDist`` (e.g. ``dims``, ``shape`` with K last).
+    ``TruncatedDirichlet(name, alpha, truncation, **kwargs)``: ``alpha`` has shape (..., K)
+    (concentrations > 0, **fixed**), ``truncation`` is a0 in (0, 1/K). Other keyword arguments
+    (``dims``, ``shape`` with K last, ...) are those of any PyMC distribution.
+
+    The logp is the Dirichlet logp inside the truncated simplex and −∞ outside; it omits the
+    truncation's normalising constant, which depends only on (α, a0) and has no closed form. A
+    prior on α would need that constant, so :func:`pymc_dp.sample` refuses a TruncatedDirichlet
+    whose α is not constant. Random draws are exact (:func:`sample_truncated_dirichlet`).
 
     Raises
     ------
     ValueError
-        If a0 is not in (0, 1/K) or α is not positive.
+        If α is not positive or a0 is not in (0, 1/K) (checked when they are constants).
     """
-    alpha = np.asarray(alpha, dtype=np.float64)
-    n_categories = alpha.shape[-1]
-    if not 0 < truncation < 1 / n_categories:
-        raise ValueError(f"truncation a0 must lie in (0, 1/{n_categories}), got {truncation!r}")
-    if np.any(alpha <= 0):
-        raise ValueError("alpha must be > 0")
-    return pm.CustomDist(
-        name,
-        alpha,
-        truncation,
-        logp=_dirichlet_logp,
-        random=_dirichlet_random,
-        signature="(k),()->(k)",
-        transform=pm.distributions.transforms.simplex,
-        initval=np.full(alpha.shape, 1.0 / n_categories),
-        **kwargs,
-    )
+
+    rv_op = truncated_dirichlet
+
+    @classmethod
+    def dist(cls, alpha, truncation, **kwargs):
+        if not isinstance(alpha, pt.TensorVariable):
+            alpha = np.asarray(alpha, dtype=np.float64)
+            if np.any(~(alpha > 0)):
+                raise ValueError("alpha must be > 0")
+            if not isinstance(truncation, pt.TensorVariable):
+                k = alpha.shape[-1]
+                if not np.all((0 < np.asarray(truncation)) & (np.asarray(truncation) < 1 / k)):
+                    raise ValueError(f"truncation a0 must lie in (0, 1/{k}), got {truncation!r}")
+        return super().dist([pt.as_tensor_variable(alpha), pt.as_tensor(truncation)], **kwargs)
+
+    def support_point(rv, size, alpha, truncation):
+        """The Dirichlet mean pulled into the truncated simplex: a0 + (1 − K·a0)·α/Σα."""
+        k = alpha.shape[-1]
+        point = truncation[..., None] + (1 - k * truncation[..., None]) * alpha / alpha.sum(
+            axis=-1, keepdims=True
+        )
+        if not rv_size_is_none(size):
+            point = pt.full(pt.concatenate([size, [k]]), point)
+        return point
+
+    def logp(value, alpha, truncation):
+        inside = pt.all(value >= truncation[..., None], axis=-1)
+        log_norm = pt.gammaln(alpha.sum(-1)) - pt.gammaln(alpha).sum(-1)
+        logp = log_norm + ((alpha - 1) * pt.log(value)).sum(-1)
+        return check_parameters(
+            pt.switch(inside, logp, -np.inf),
+            pt.all(alpha > 0),
+            pt.all(truncation > 0),
+            pt.all(truncation * alpha.shape[-1] < 1),
+            msg="alpha > 0, 0 < truncation < 1/K",
+        )
+

@@ -38,6 +38,7 @@ __all__ = [
     "Neighbouring",
     "PrivacyEvent",
     "PrivacyLedger",
+    "compose",
     "split_epsilon",
     "validate_epsilon",
     "validate_neighbouring",
@@ -364,6 +365,15 @@ class _Cost:
     epsilon: float
     delta: float
     partition: str = ""
+
+
+def compose(costs: Iterable[tuple[float, float, str]]) -> tuple[float, float]:
+    """Total (ε, δ) of ``(epsilon, delta, partition)`` costs, as the ledger composes events.
+
+    Costs add (sequential composition); costs that name the same non-empty partition read
+    disjoint records and contribute their largest ε and δ (parallel composition).
+    """
+    return _totals(_Cost(*cost) for cost in costs)
 
 
 def _totals(events: Iterable) -> tuple[float, float]:

@@ -13,6 +13,20 @@ Each bound below is exact for its family. Each needs a bounded parameter space a
 count and continuous data, bounded data. Without them Δ = ∞ and the functions raise a
 ``ValueError`` that names the missing bound. They compute the supremum analytically
 (endpoint arguments stated per function), never on a grid; a grid evaluation is only a test.
+
+**Grouped parameters.** When records choose their parameter by a private group label
+(``p[group]``), a replaced record may also move to another group, so x and x' are scored
+under *different* parameter values θ_g and θ_g'. The supremum is then over θ_g and θ_g'
+independently: Δ = sup_{x, θ} log Pr(x | θ) − inf_{x', θ'} log Pr(x' | θ'), the range of one
+record's log-likelihood (``grouped=True``). For Bernoulli, Categorical and Multinomial records
+this equals the shared-parameter bound; for Poisson and Normal records it is larger, because
+the terms −λ and −(x − μ)² no longer cancel.
+
+**Base measure h(x).** The tempered posterior ∝ [π(θ) ∏_i Pr(x_i | θ)]^{1/T} does not depend on
+h(x_i): the exponential mechanism with utility log π(θ) + Σ_i (log Pr(x_i | θ) − c(x_i)) samples
+the same distribution for any data-only c. So any bound on sup |log Pr(x'|θ) − c(x') −
+log Pr(x|θ) + c(x)| is a valid Δ for the mechanism. :func:`multinomial_delta` uses c = log h,
+which gives a closed form; the other functions keep h (c = 0), as the paper's eq. 13 does.
 """
 
 from __future__ import annotations
@@ -26,8 +40,10 @@ __all__ = [
     "bernoulli_delta",
     "binomial_delta",
     "categorical_delta",
+    "multinomial_delta",
     "normal_delta",
     "poisson_delta",
+    "private_trials_delta",
 ]
 
 
@@ -76,6 +92,10 @@ def binomial_delta(n_trials: int, truncation: float) -> float:
     This is convex in logit(p), so the supremum is at p = a0 or p = 1 − a0. For n = 1 it is
     the Bernoulli bound.
 
+    It also bounds grouped records (``p[group]``): at p = a0 the range includes f(0) − f(n) =
+    n·log((1 − a0)/a0), which is the range of y·log p + (n − y)·log(1 − p) over every y and p,
+    i.e. the mechanism's Δ with c = log h (module docstring) for any pair of groups.
+
     Raises
     ------
     ValueError
@@ -93,12 +113,23 @@ def binomial_delta(n_trials: int, truncation: float) -> float:
     return float(max(ranges))
 
 
-def poisson_delta(max_count: int, rate_lower: float, rate_upper: float) -> float:
-    """Δ of one Poisson(λ) count y ∈ 0..M with λ ∈ [λ_lo, λ_hi], λ_lo > 0.
+def poisson_delta(
+    max_count: int,
+    rate_lower: float,
+    rate_upper: float,
+    *,
+    min_count: int = 0,
+    grouped: bool = False,
+) -> float:
+    """Δ of one Poisson(λ) count y ∈ m..M with λ ∈ [λ_lo, λ_hi], λ_lo > 0.
 
-    log Pr(y | λ) = y·log λ − λ − log y!. The −λ term cancels, so Δ = sup_λ (max_y f_λ −
-    min_y f_λ) with f_λ(y) = y·log λ − log y!. This is convex in log λ, so the supremum is at
-    λ_lo or λ_hi.
+    log Pr(y | λ) = y·log λ − λ − log y!. With one shared λ the −λ term cancels, so
+    Δ = sup_λ (max_y f_λ − min_y f_λ) with f_λ(y) = y·log λ − log y!. This is convex in log λ,
+    so the supremum is at λ_lo or λ_hi.
+
+    With ``grouped=True`` (a record may move between groups with different rates) Δ is the range
+    of log Pr(y | λ) over y and λ. For each y it is concave in λ: its maximum is at λ = y
+    clipped to [λ_lo, λ_hi], its minimum at an end.
 
     Raises
     ------
@@ -119,7 +150,16 @@ def poisson_delta(max_count: int, rate_lower: float, rate_upper: float) -> float
             "poisson: Δ is infinite unless the rate is truncated to 0 < rate_lower < rate_upper "
             f"< ∞, got [{rate_lower!r}, {rate_upper!r}]"
         )
-    y = np.arange(int(max_count) + 1)
+    if int(min_count) != min_count or not 0 <= min_count <= max_count:
+        raise ValueError(f"poisson: need 0 <= min_count <= max_count, got {min_count!r}")
+    y = np.arange(int(min_count), int(max_count) + 1)
+    if grouped:
+        def log_pmf(rate):
+            return y * np.log(rate) - rate - gammaln(y + 1)
+
+        highest = log_pmf(np.clip(y, rate_lower, rate_upper)).max()
+        lowest = min(log_pmf(rate_lower).min(), log_pmf(rate_upper).min())
+        return float(highest - lowest)
     ranges = []
     for rate in (rate_lower, rate_upper):
         f = y * math.log(rate) - gammaln(y + 1)
@@ -133,6 +173,8 @@ def normal_delta(
     mean_lower: float,
     mean_upper: float,
     sigma: float,
+    *,
+    grouped: bool = False,
 ) -> float:
     """Δ of one Normal(μ, σ²) record x ∈ [a, b], known σ, μ ∈ [m_lo, m_hi].
 
@@ -140,6 +182,10 @@ def normal_delta(
     Δ = sup_μ (max_x (x − μ)² − min_x (x − μ)²) / (2σ²). Outside [a, b] the bracket is linear
     in μ, and inside it max_x (x − μ)² is convex, so the supremum is at m_lo, m_hi, or at a or
     b when they lie in [m_lo, m_hi].
+
+    With ``grouped=True`` (x and x' scored under different means) Δ = (max (x − μ)² −
+    min (x − μ)²)/(2σ²) over x ∈ [a, b] and μ ∈ [m_lo, m_hi] independently: the maximum is at
+    a corner, the minimum is the squared gap between the intervals (0 if they overlap).
 
     Raises
     ------
@@ -157,6 +203,10 @@ def normal_delta(
     if not (math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"normal: sigma must be finite and > 0, got {sigma!r}")
     a, b = float(data_lower), float(data_upper)
+    if grouped:
+        furthest = max((b - mean_lower) ** 2, (a - mean_upper) ** 2)
+        gap = max(0.0, mean_lower - b, a - mean_upper)
+        return (furthest - gap**2) / (2 * sigma**2)
     candidates = [mean_lower, mean_upper, *(v for v in (a, b) if mean_lower <= v <= mean_upper)]
 
     def spread(mu: float) -> float:
@@ -165,3 +215,46 @@ def normal_delta(
         return furthest - nearest
 
     return max(spread(float(mu)) for mu in candidates) / (2 * sigma**2)
+
+
+def multinomial_delta(n_trials: int, truncation: float, n_categories: int) -> float:
+    """Δ of one Multinomial(n, θ) record, θ in the simplex truncated at θ_j >= a0.
+
+    Δ = n·log((1 − (K − 1)·a0)/a0), with c = log h (module docstring): the utility
+    Σ_j y_j log θ_j of a count vector y with Σ y_j = n lies in [n·log a0, n·log(1 − (K − 1)a0)],
+    and both ends are reached (all n trials in the smallest or the largest component, θ at a
+    vertex of the truncated simplex), for one shared θ and for grouped records alike. For n = 1
+    it is :func:`categorical_delta`.
+
+    Raises
+    ------
+    ValueError
+        If n < 1 is not an integer, K < 2, or a0 is missing (Δ = ∞) or >= 1/K.
+    """
+    if int(n_trials) != n_trials or n_trials < 1:
+        raise ValueError(f"multinomial: n_trials must be an integer >= 1, got {n_trials!r}")
+    return int(n_trials) * categorical_delta(truncation, n_categories)
+
+
+def private_trials_delta(max_trials: int, smallest_probability: float) -> float:
+    """Δ of one Binomial/Multinomial record whose number of trials m ∈ 0..M is private.
+
+    With h kept, log Pr(y | m, θ) = log h(y) + Σ_j y_j log θ_j lies in [M·log θ_min, 0]: 0 for
+    a record with no trials, M·log θ_min for M trials all in the least likely outcome. Both are
+    reached, so Δ = M·log(1/θ_min), with θ_min the smallest probability of the truncated
+    parameter space (a0, or min(lower, 1 − upper) for a truncated Beta). Grouped records give
+    the same range.
+
+    Raises
+    ------
+    ValueError
+        If M < 1 is not an integer, or θ_min is not in (0, 1/2] (Δ = ∞ without truncation).
+    """
+    if int(max_trials) != max_trials or max_trials < 1:
+        raise ValueError(f"max_trials must be an integer >= 1, got {max_trials!r}")
+    if not 0 < smallest_probability <= 0.5:
+        raise ValueError(
+            "Δ is infinite without a truncation of the probabilities; the smallest probability "
+            f"must lie in (0, 1/2], got {smallest_probability!r}"
+        )
+    return int(max_trials) * math.log(1 / smallest_probability)

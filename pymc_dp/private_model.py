@@ -26,7 +26,7 @@ from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES
 from pymc_dp.release import ReleasedStatistics
 
-__all__ = ["RELEASED_TAG", "build_private_model", "released_statistics_of"]
+__all__ = ["RELEASED_TAG", "build_private_model", "data_free_model", "released_statistics_of"]
 
 RELEASED_TAG = "pymc_dp_released"
 """Tag set on the Beta/Dirichlet variables of a private model; value: list of releases."""
@@ -58,6 +58,37 @@ def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics])
         loglik = _family(release).log_likelihood(prior_var, release.table)
         fgraph.remove_output(fgraph.outputs.index(observed_var))
         fgraph.add_output(model_potential(loglik, f"{release.observed}_released"))
+    _refuse_remaining_data(fgraph)
+    private = model_from_fgraph(fgraph, mutate_fgraph=True)
+    for prior_name in {r.prior for r in releases}:
+        private[prior_name].tag.__dict__[RELEASED_TAG] = [
+            r for r in releases if r.prior == prior_name
+        ]
+    assert not private.observed_RVs
+    return private
+
+
+def data_free_model(model: pm.Model) -> pm.Model:
+    """A clone of ``model`` without its observed variables (and data only they used).
+
+    Posterior-sampling mechanisms run PyMC's own samplers on this model for the free variables
+    that read no data (e.g. hyperpriors): no sampler, ``lp`` statistic or trace group can then
+    read a private record. Free variables and potentials are kept.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If a data container (``pm.Data``) is still needed without the observed variables.
+    """
+    fgraph, memo = fgraph_from_model(model)
+    for rv in model.observed_RVs:
+        fgraph.remove_output(fgraph.outputs.index(memo[rv]))
+    _refuse_remaining_data(fgraph)
+    return model_from_fgraph(fgraph, mutate_fgraph=True)
+
+
+def _refuse_remaining_data(fgraph) -> None:
+    """Drop data containers nothing uses any more; refuse if one is still used."""
     _drop_unused_data(fgraph)
     still_needed = [
         out.owner.op.name
@@ -69,13 +100,6 @@ def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics])
             f"data containers {still_needed} are used outside the private likelihoods; "
             "pymc_dp treats pm.Data as private. Pass public constants as plain arrays."
         )
-    private = model_from_fgraph(fgraph, mutate_fgraph=True)
-    for prior_name in {r.prior for r in releases}:
-        private[prior_name].tag.__dict__[RELEASED_TAG] = [
-            r for r in releases if r.prior == prior_name
-        ]
-    assert not private.observed_RVs
-    return private
 
 
 def _drop_unused_data(fgraph) -> None:

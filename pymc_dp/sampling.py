@@ -23,10 +23,10 @@ from pymc_dp.hmm.sampling import sample_hmm
 from pymc_dp.ledger import PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
-from pymc_dp.ops_sampling import sample_metropolis, sample_ops
 from pymc_dp.private_model import build_private_model
 from pymc_dp.release import ReleasedStatistics, release_all
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
+from pymc_dp.tempered.sampling import sample_tempered
 
 __all__ = ["MECHANISMS", "RELEASED_GROUP", "SAFE_GROUPS", "private_trace", "sample"]
 
@@ -55,22 +55,28 @@ def sample(
     noise_backend: NoiseBackend = "opendp",
     noise_rng: np.random.Generator | None = None,
     max_trials: Mapping[str, int] | None = None,
+    data_bounds: Mapping[str, tuple[float, float]] | None = None,
+    disjoint: Sequence[Sequence[str]] = (),
     step: PrivateConjugateGibbs | Sequence[PrivateConjugateGibbs] | None = None,
     model: pm.Model | None = None,
     **kwargs,
 ) -> xr.DataTree:
     """Sample the posterior of the model in context, privately, and return a private trace.
 
-    Every observed variable must be a supported conjugate likelihood (see
-    :mod:`pymc_dp.conjugacy`); its sufficient statistics are released once with the Laplace
-    mechanism (Foulds et al. 2016, §3.2 eq. 16–17) and its conjugate parent is sampled by
-    :class:`~pymc_dp.PrivateConjugateGibbs` (§4.2). Variables that read no private data are
-    sampled by PyMC's samplers (e.g. NUTS) on the private model. The model is refused — never
+    With ``mechanism="laplace"`` (default) every observed variable must be a supported
+    conjugate likelihood (see :mod:`pymc_dp.conjugacy`); its sufficient statistics are
+    released once with the Laplace mechanism (Foulds et al. 2016, §3.2 eq. 16–17) and its
+    conjugate parent is sampled by :class:`~pymc_dp.PrivateConjugateGibbs` (§4.2). Variables
+    that read no private data are sampled by PyMC's samplers (e.g. NUTS) on the private model.
+    The other mechanisms sample the posterior at a temperature T set from ε and the
+    log-likelihood bound Δ (:mod:`pymc_dp.tempered.sampling`). A model is refused — never
     sampled non-privately — if any observed variable cannot be handled.
 
-    Guarantee: the returned trace is (ε, 0)-DP under ``neighbouring``, with ε the sum of the
-    per-release epsilons (sequential composition), as recorded in its ledger. Draws, chains and
-    cores are post-processing.
+    Guarantee: the returned trace is (ε, δ)-DP under ``neighbouring``, with (ε, δ) the
+    composition of this run's ledger events. For ``"laplace"`` draws, chains and cores are
+    post-processing; for the other mechanisms their cost is in the ledger, and an event flagged
+    ``assumes_convergence`` holds only for a converged chain (``worst_case_epsilon`` always
+    holds).
 
     Parameters
     ----------
@@ -78,29 +84,33 @@ def sample(
         Draws per chain (as ``pm.sample``).
     epsilon : float or dict
         Total epsilon, split equally across the observed variables' releases, or
-        ``{observed name: epsilon}``. Not needed for releases made by ``step``.
+        ``{observed name: epsilon}`` (Laplace only). Not needed for releases made by ``step``.
     delta : float
-        Delta allotted to the run (0 <= delta < 1). The Laplace mechanism spends none.
+        Delta allotted to the run (0 <= delta < 1). Only ``"metropolis"`` with
+        ``release="chain"`` spends δ (its declared bound on rejections).
     neighbouring : {"replace-one", "add-remove-one"}
-        "replace-one" (default; n public) or "add-remove-one".
+        "replace-one" (default; n public) or "add-remove-one" (Laplace only).
     mechanism : {"laplace", "ops", "gibbs-exponential", "metropolis"}
         ``"laplace"`` (default): Laplace-privatised sufficient statistics (count tensor for a
-        naive-Bayes HMM). ``"ops"``: posterior sampling at temperature 2Δ/ε — for models
-        built by :func:`pymc_dp.models.naive_bayes_hmm` with ``truncation`` (the last draw
-        of each chain is kept and its guarantee assumes convergence, see
-        :func:`pymc_dp.hmm.sampling.sample_hmm`), and for models whose free variables are
-        truncated Beta priors of Bernoulli/Binomial likelihoods (exact draws, see
-        :mod:`pymc_dp.ops_sampling`).
-        ``"gibbs-exponential"`` (naive-Bayes HMM): every Gibbs update is an exponential
-        mechanism and every draw is released; the costs of all sweeps, tuning included,
-        compose to ε (Foulds §4.1 eq. 19–20).
-        ``"metropolis"``: random-walk Metropolis at temperature 2Δ/ε_step with a public
-        ``proposal_scale`` (Foulds Thm C.1; see :func:`pymc_dp.ops_sampling.sample_metropolis`),
-        for the same truncated-Beta models; ``delta`` is the declared bound on rejections.
+        naive-Bayes HMM).
+        ``"ops"``: one posterior sample at T = 2Δ/ε per released draw (Foulds §3.1 eq. 14).
+        Exact, independent draws when the model's blocks allow it; otherwise the last draw
+        of each chain, flagged ``assumes_convergence``. For naive-Bayes HMMs see
+        :func:`pymc_dp.hmm.sampling.sample_hmm`.
+        ``"gibbs-exponential"``: every Gibbs update is an exponential mechanism and every draw
+        is released; all sweeps, tuning included, compose to ε (Foulds §4.1 eq. 19–20).
+        ``"metropolis"``: random-walk Metropolis at T = 2Δ/ε_step with a public, fixed
+        ``proposal_scale`` (Foulds Theorem C.1); under ``release="chain"`` ``delta`` is the
+        declared bound on rejections.
+        The three tempered mechanisms take models whose likelihoods read truncated priors
+        (Bernoulli/Binomial ← truncated Beta, Categorical/Multinomial ← TruncatedDirichlet,
+        Poisson ← truncated Gamma, Normal with constant σ ← truncated Normal), see
+        :mod:`pymc_dp.tempered.analysis`.
     release : {"last", "chain"}, optional
-        For ``mechanism="ops"``: release one draw (default) or ``draws`` draws, ε split
-        between them. The Laplace path releases statistics, so every draw is free and
-        ``release`` must be None; the HMM's OPS supports "last" only.
+        Which draws the tempered mechanisms release: the last draw of each chain (default for
+        ``"ops"`` and ``"metropolis"``) or every draw (``"gibbs-exponential"`` always).
+        The Laplace path releases statistics, so every draw is free and ``release`` must be
+        None; the HMM's OPS supports "last" only.
     budget : float or (float, float), optional
         (epsilon, delta) budget for a new ledger; exclusive with ``ledger``.
     ledger : PrivacyLedger, optional
@@ -113,6 +123,12 @@ def sample(
         sampling seed must never reproduce the privacy noise.
     max_trials : dict, optional
         ``{observed name: M}`` for Binomial/Multinomial likelihoods with per-record trials.
+    data_bounds : dict, optional
+        ``{observed name: (low, high)}``: declared range of Poisson counts or Normal values,
+        chosen without looking at the data (tempered mechanisms; records outside raise).
+    disjoint : sequence of sequences of str, optional
+        Groups of observed variables that hold different people by a public split (tempered
+        mechanisms): each group composes in parallel instead of adding.
     step : PrivateConjugateGibbs or list, optional
         Already-constructed private steps; their releases are reused (no new release).
     model : pm.Model, optional
@@ -153,37 +169,24 @@ def sample(
     spec = hmm_spec_of(model)
     if mechanism == "laplace" and release is not None:
         raise ValueError("the Laplace path releases statistics once; every draw is free")
-    if spec is None and mechanism == "metropolis":
+    if spec is None and mechanism != "laplace":
         if epsilon is None or isinstance(epsilon, Mapping) or step is not None:
-            raise ValueError("mechanism='metropolis' needs one total epsilon and no step")
-        if "proposal_scale" not in kwargs:
-            raise ValueError("mechanism='metropolis' needs a public, fixed proposal_scale")
-        idata = sample_metropolis(
+            raise ValueError(f"mechanism={mechanism!r} needs one total epsilon and no step")
+        idata = sample_tempered(
             model,
             draws,
+            mechanism=mechanism,
             epsilon=epsilon,
             delta=delta,
-            release=release or "last",
+            release=release,
             ledger=run_ledger,
             neighbouring=neighbouring,
+            data_bounds=data_bounds,
+            max_trials=max_trials,
+            disjoint=disjoint,
             **kwargs,
         )
         return _run_ledger(run_ledger, spent_before).attach(idata)
-    if spec is None and mechanism == "ops":
-        if epsilon is None or isinstance(epsilon, Mapping) or step is not None:
-            raise ValueError("mechanism='ops' needs one total epsilon and no step")
-        idata, _ = sample_ops(
-            model,
-            draws,
-            epsilon=epsilon,
-            release=release or "last",
-            ledger=run_ledger,
-            neighbouring=neighbouring,
-            random_seed=kwargs.get("random_seed"),
-        )
-        return _run_ledger(run_ledger, spent_before).attach(idata)
-    if spec is None and mechanism == "gibbs-exponential":
-        raise ValueError("mechanism='gibbs-exponential' is available for naive-Bayes HMMs")
     if spec is not None and mechanism == "ops" and release not in (None, "last"):
         raise ValueError("the HMM's OPS releases the last draw of each chain only")
     if spec is not None and mechanism == "gibbs-exponential" and release not in (None, "chain"):

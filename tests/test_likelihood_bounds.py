@@ -15,8 +15,10 @@ from pymc_dp.likelihood_bounds import (
     bernoulli_delta,
     binomial_delta,
     categorical_delta,
+    multinomial_delta,
     normal_delta,
     poisson_delta,
+    private_trials_delta,
 )
 from pymc_dp.theory import ops_temperature
 
@@ -76,6 +78,87 @@ def test_normal_matches_brute_force(a, width, m_shift, m_width, sigma):
     assert normal_delta(a, b, m_lo, m_hi, sigma) == pytest.approx(brute, rel=1e-6, abs=1e-9)
 
 
+def _brute_range(logpmf, records, thetas):
+    """Range of log Pr(record | θ) over records and θ independently (grouped records)."""
+    table = logpmf(np.asarray(records, float)[None, :], np.asarray(thetas, float)[:, None])
+    return float(table.max() - table.min())
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    m=st.integers(1, 30),
+    m_low=st.integers(0, 5),
+    low=st.floats(0.05, 5.0),
+    width=st.floats(0.1, 20.0),
+)
+def test_grouped_poisson_matches_brute_force_and_exceeds_the_shared_bound(m, m_low, low, width):
+    counts, high = range(min(m_low, m), m + 1), low + width
+    grid = np.unique(np.concatenate([np.geomspace(low, high, 401), np.clip(counts, low, high)]))
+    grouped = poisson_delta(m, low, high, min_count=min(m_low, m), grouped=True)
+    brute = _brute_range(stats.poisson.logpmf, counts, grid)
+    assert grouped == pytest.approx(brute, rel=1e-9, abs=1e-9)
+    shared = poisson_delta(m, low, high, min_count=min(m_low, m))
+    assert shared == pytest.approx(_brute(stats.poisson.logpmf, counts, grid))
+    assert grouped >= shared - 1e-12
+
+
+def test_grouped_poisson_example_is_larger_than_shared():
+    # λ ∈ [1, 10], y ≤ 5: the shared bound cancels −λ (6.72); moving group does not (9.0)
+    assert poisson_delta(5, 1.0, 10.0) == pytest.approx(5 * math.log(10) - math.log(120))
+    assert poisson_delta(5, 1.0, 10.0, grouped=True) == pytest.approx(-1.0 - (-10.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    a=st.floats(-5, 5),
+    width=st.floats(0.1, 5),
+    m_shift=st.floats(-8, 8),
+    m_width=st.floats(0.0, 8),
+    sigma=st.floats(0.2, 3),
+)
+def test_grouped_normal_matches_brute_force(a, width, m_shift, m_width, sigma):
+    b, m_lo = a + width, a + m_shift
+    m_hi = m_lo + m_width
+    mus = np.concatenate([np.linspace(m_lo, m_hi, 401), np.clip([a, b], m_lo, m_hi)])
+    xs = np.concatenate([np.linspace(a, b, 401), np.clip(mus, a, b)])
+    brute = _brute_range(lambda x, mu: stats.norm.logpdf(x, mu, sigma), xs, mus)
+    grouped = normal_delta(a, b, m_lo, m_hi, sigma, grouped=True)
+    assert grouped == pytest.approx(brute, rel=1e-6, abs=1e-9)
+    assert grouped >= normal_delta(a, b, m_lo, m_hi, sigma) - 1e-9
+
+
+def _truncated_simplex_vertices(k, a0):
+    return a0 + (1 - k * a0) * np.eye(k)
+
+
+@pytest.mark.parametrize(("n", "k", "a0"), [(1, 3, 0.05), (4, 3, 0.1), (6, 2, 0.2), (3, 4, 0.01)])
+def test_multinomial_matches_brute_force_without_the_base_measure(n, k, a0):
+    rng = np.random.default_rng(0)
+    inner = a0 + (1 - k * a0) * rng.dirichlet(np.ones(k), size=2000)
+    thetas = np.vstack([inner, _truncated_simplex_vertices(k, a0)])
+    records = np.array(
+        [y for y in np.ndindex(*(n + 1,) * k) if sum(y) == n], dtype=float
+    )  # every count vector with n trials
+    utility = records @ np.log(thetas).T  # Σ_j y_j log θ_j, (records, thetas)
+    brute = float(np.max(utility.max(axis=0) - utility.min(axis=0)))
+    assert multinomial_delta(n, a0, k) == pytest.approx(brute, rel=1e-12)
+    assert float(utility.max() - utility.min()) == pytest.approx(brute)  # grouped: the same
+    assert multinomial_delta(1, a0, k) == pytest.approx(categorical_delta(a0, k))
+    if k == 2:  # the paper's binomial bound keeps log h and is never smaller
+        assert binomial_delta(n, a0) >= multinomial_delta(n, a0, 2) - 1e-12
+
+
+@pytest.mark.parametrize(("m", "a0"), [(1, 0.1), (5, 0.05), (12, 0.3)])
+def test_private_trials_matches_brute_force_with_the_base_measure(m, a0):
+    grid = np.linspace(a0, 1 - a0, 201)
+    log_p = [
+        stats.binom.logpmf(y, trials, grid) for trials in range(m + 1) for y in range(trials + 1)
+    ]
+    brute = float(np.max(log_p) - np.min(log_p))
+    assert private_trials_delta(m, a0) == pytest.approx(brute, rel=1e-12)
+    assert private_trials_delta(m, a0) > binomial_delta(m, a0)  # varying trials cost more
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -88,6 +171,11 @@ def test_normal_matches_brute_force(a, width, m_shift, m_width, sigma):
         (lambda: normal_delta(-math.inf, 1.0, 0.0, 1.0, 1.0), "finite data bounds"),
         (lambda: normal_delta(0.0, 1.0, None, 1.0, 1.0), "finite mean bounds"),
         (lambda: normal_delta(0.0, 1.0, 0.0, 1.0, 0.0), "sigma"),
+        (lambda: poisson_delta(5, 1.0, 2.0, min_count=6), "min_count"),
+        (lambda: multinomial_delta(0, 0.1, 3), "n_trials"),
+        (lambda: multinomial_delta(2, 0.0, 3), "truncation"),
+        (lambda: private_trials_delta(3, 0.0), "truncation"),
+        (lambda: private_trials_delta(0, 0.1), "max_trials"),
     ],
 )
 def test_missing_bounds_are_refused_with_the_bound_named(call, message):

@@ -20,7 +20,6 @@ import pymc as pm
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pytensor.graph.traversal import ancestors
 
 from pymc_dp.conjugacy import (
     check_conjugate_dependents,
@@ -34,6 +33,7 @@ from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.private_model import released_statistics_of
 from pymc_dp.release import ReleasedStatistics, release_all
+from pymc_dp.steps.parameters import parameter_function
 from pymc_dp.steps.transforms import forward_transform
 
 __all__ = ["PrivateConjugateGibbs"]
@@ -221,7 +221,7 @@ def _make_update(model: pm.Model, rv, releases: list[ReleasedStatistics]) -> _Co
     family = next(f for f in FAMILIES.values() if f.name == releases[0].family)
     table = np.sum([r.table for r in releases], axis=0)  # same family prior: same shape
     shape = tuple(int(s) for s in model.eval_rv_shapes()[rv.name])
-    prior_params, constant = _prior_parameter_function(model, rv)
+    prior_params, constant = parameter_function(model, rv.owner.op.dist_params(rv.owner))
     return _ConjugateUpdate(
         value_name=model.rvs_to_values[rv].name,
         family=family,
@@ -232,24 +232,3 @@ def _make_update(model: pm.Model, rv, releases: list[ReleasedStatistics]) -> _Co
         forward=forward_transform(model, rv),
         constant_prior=constant,
     )
-
-
-def _prior_parameter_function(
-    model: pm.Model, rv
-) -> tuple[Callable[[dict], tuple[np.ndarray, ...]], bool]:
-    """(point → prior parameters, whether they are constant)."""
-    params = rv.owner.op.dist_params(rv.owner)
-    random = set(model.free_RVs)
-    if not any(a in random for a in ancestors(params)):
-        values = tuple(np.asarray(p.eval(), dtype=np.float64) for p in params)
-        return (lambda point: values), True
-    outputs = model.replace_rvs_by_values(params)
-    value_vars = set(model.value_vars)
-    inputs = [a for a in ancestors(outputs) if a in value_vars]
-    fn = model.compile_fn(outputs, inputs=inputs, point_fn=False, on_unused_input="ignore")
-    names = [v.name for v in inputs]
-    return (
-        lambda point: tuple(
-            np.asarray(v, dtype=np.float64) for v in fn(*(point[name] for name in names))
-        )
-    ), False
