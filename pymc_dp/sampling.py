@@ -26,6 +26,7 @@ from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 from pymc_dp.private_model import build_private_model
 from pymc_dp.release import ReleasedStatistics, release_all
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
+from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.tempered.sampling import sample_tempered
 
 __all__ = ["MECHANISMS", "RELEASED_GROUP", "SAFE_GROUPS", "private_trace", "sample"]
@@ -119,8 +120,11 @@ def sample(
     noise_backend : {"opendp", "numpy"}
         OpenDP (default, floating-point safe) or NumPy (tests only).
     noise_rng : numpy.random.Generator, optional
-        NumPy-backend generator. Independent of ``random_seed`` on purpose: a published
-        sampling seed must never reproduce the privacy noise.
+        Source of the privacy noise when it is not OpenDP's: the NumPy Laplace backend, and
+        the secret seed of the sampler's draws for the posterior-sampling mechanisms (whose
+        draws are the noise, :mod:`pymc_dp.steps.noise`). Default: fresh OS entropy. Keep it
+        independent of ``random_seed``: a published sampling seed must never reproduce the
+        privacy noise.
     max_trials : dict, optional
         ``{observed name: M}`` for Binomial/Multinomial likelihoods with per-record trials.
     data_bounds : dict, optional
@@ -184,6 +188,7 @@ def sample(
             data_bounds=data_bounds,
             max_trials=max_trials,
             disjoint=disjoint,
+            noise_seed=noise_seed_from(noise_rng),
             **kwargs,
         )
         return _run_ledger(run_ledger, spent_before).attach(idata)

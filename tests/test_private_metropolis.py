@@ -35,6 +35,7 @@ def _sample(release, epsilon, draws=200, tune=50, **kwargs):
         proposal_scale=0.4,
         progressbar=False,
         random_seed=1,
+        noise_rng=np.random.default_rng(1),
         **kwargs,
     )
 

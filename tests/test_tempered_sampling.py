@@ -33,6 +33,11 @@ OUTCOME = np.array([1, 0, 1, 1, 0, 1, 1, 0, 0, 1])
 QUIET = {"progressbar": False}
 
 
+def _noise(seed):
+    """A fixed secret noise seed, so the statistical tests are deterministic."""
+    return {"noise_rng": np.random.default_rng(seed)}
+
+
 def _model(truncated=True, data=OUTCOME):
     with pm.Model(coords={"group": ["a", "b", "c"]}) as model:
         if truncated:
@@ -60,7 +65,7 @@ def test_chain_release_draws_the_tempered_truncated_posterior_exactly():
     draws, epsilon = 4000, 400.0
     idata = pymc_dp.sample(
         draws, model=_model(), epsilon=epsilon, mechanism="ops", release="chain", random_seed=1,
-        **QUIET,
+        **QUIET, **_noise(1),
     )
     event = _only_event(idata)
     temperature = 2 * math.log(9) * draws / epsilon
@@ -101,7 +106,7 @@ def test_poisson_and_normal_blocks_draw_their_tempered_targets():
     draws, epsilon = 3000, 3000.0
     idata = pymc_dp.sample(
         draws, model=model, epsilon=epsilon, mechanism="ops", release="chain",
-        data_bounds={"count": (0, 10), "value": (-2, 2)}, random_seed=5, **QUIET,
+        data_bounds={"count": (0, 10), "value": (-2, 2)}, random_seed=5, **QUIET, **_noise(5),
     )
     delta = poisson_delta(10, 0.5, 9.0) + normal_delta(-2, 2, -1.5, 1.5, 0.8)
     temperature = 2 * delta * draws / epsilon
@@ -116,6 +121,25 @@ def test_poisson_and_normal_blocks_draw_their_tempered_targets():
     normal = stats.norm(values.sum() / 0.64 / precision, math.sqrt(temperature / precision))
     mu_draws = idata["posterior"]["mu"].values.ravel()
     assert stats.kstest(mu_draws, _truncated_cdf(normal, -1.5, 1.5)).pvalue > 1e-3
+
+
+def test_two_category_dirichlet_blocks_are_exact_truncated_beta_draws():
+    choices = np.r_[np.zeros(30, int), np.ones(10, int)]
+    with pm.Model() as model:
+        shares = TruncatedDirichlet("shares", np.ones(2), 0.1)
+        pm.Categorical("choice", p=shares, observed=choices)
+    draws, epsilon = 3000, 3000.0
+    idata = pymc_dp.sample(
+        draws, model=model, epsilon=epsilon, mechanism="ops", release="chain", **QUIET,
+        **_noise(14),
+    )
+    event = _only_event(idata)
+    assert not event.assumes_convergence  # one pair update from any start: an exact draw
+    temperature = 2 * categorical_delta(0.1, 2) * draws / epsilon
+    assert event.temperature == pytest.approx(temperature)
+    target = stats.beta(30 / temperature + 1, 10 / temperature + 1)
+    first = idata["posterior"]["shares"].values[..., 0].ravel()
+    assert stats.kstest(first, _truncated_cdf(target, 0.1, 0.9)).pvalue > 1e-3
 
 
 def test_binomial_likelihood_uses_the_binomial_bound():
@@ -180,7 +204,7 @@ def test_the_chain_targets_the_tempered_joint():
     epsilon = 2 * (tune + draws) * 2 * bernoulli_delta(0.05) / temperature
     idata = pymc_dp.sample(
         draws, tune=tune, model=_hyper_model(), epsilon=epsilon,
-        mechanism="gibbs-exponential", random_seed=8, **QUIET, chains=2,
+        mechanism="gibbs-exponential", random_seed=8, **QUIET, chains=2, **_noise(8),
     )
     assert _only_event(idata).temperature == pytest.approx(temperature)
     with temper(_hyper_model(), temperature, part="joint"):
@@ -228,6 +252,20 @@ def test_disjoint_sites_pay_for_the_larger_one_only():
     assert events[0].sensitivity == pytest.approx(bernoulli_delta(0.1) + bernoulli_delta(0.05))
     assert events[1].sensitivity == pytest.approx(bernoulli_delta(0.05))
     assert events[1].temperature < events[0].temperature and "disjoint" in events[1].statistic
+
+
+def test_the_public_seed_alone_never_reproduces_the_noise():
+    def run(**noise):
+        idata = pymc_dp.sample(
+            20, model=_model(), epsilon=5.0, mechanism="ops", release="chain", chains=2,
+            random_seed=13, **QUIET, **noise,
+        )
+        return idata["posterior"]["rate"].values
+
+    assert not np.array_equal(run(), run())  # same random_seed, fresh secret entropy
+    np.testing.assert_array_equal(run(**_noise(3)), run(**_noise(3)))
+    chains = run(**_noise(3))
+    assert not np.array_equal(chains[0], chains[1])  # chains draw independent noise
 
 
 # --- budget, refusals, the step on its own -----------------------------------------------------

@@ -15,6 +15,7 @@ from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import NaiveBayesHMMSpec
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
+from pymc_dp.steps.noise import noise_seed_from
 
 __all__ = ["HMM_MECHANISMS", "sample_hmm"]
 
@@ -83,12 +84,15 @@ def sample_hmm(
             projection=projection,
         )
         return _sample_laplace(spec, noisy, draws, hmm_method, kwargs)
+    noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
     if mechanism == "gibbs-exponential":
-        return _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, kwargs)
-    return _sample_ops(spec, draws, epsilon, neighbouring, ledger, hmm_method, kwargs)
+        return _sample_exponential_gibbs(
+            spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs
+        )
+    return _sample_ops(spec, draws, epsilon, neighbouring, ledger, hmm_method, noise_seed, kwargs)
 
 
-def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, kwargs):
+def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs):
     """Release every draw: each update is an exponential mechanism, all updates compose.
 
     Foulds et al. 2016, §4.1 eq. (19)-(20): an update at temperature T costs 2Δ_l/T. One
@@ -106,7 +110,7 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, kwargs
     total = n_sweeps * per_sweep_at_one / temperature
     ledger.check(total)
     with spec.rebuild(spec.counts):
-        step = NaiveBayesHMMGibbs(temperature=temperature)
+        step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
     ledger.charge(
         PrivacyEvent(
@@ -137,7 +141,7 @@ def _sample_laplace(spec, noisy, draws, method, kwargs):
     return _strip(idata, keep_last=False), released
 
 
-def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, kwargs):
+def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs):
     if kwargs.get("discard_tuned_samples", True) is False:
         raise ValueError("OPS releases only the last draw; tuning draws cannot be kept")
     if kwargs.get("compute_convergence_checks"):
@@ -149,7 +153,9 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, kwargs):
     ledger.check(chains * cost.epsilon)
     model = spec.rebuild(spec.counts)
     with model:
-        step = NaiveBayesHMMGibbs(method=method, temperature=cost.temperature)
+        step = NaiveBayesHMMGibbs(
+            method=method, temperature=cost.temperature, noise_seed=noise_seed
+        )
         idata = pm.sample(draws, step=step, **kwargs)
     tune = int(idata["posterior"].attrs.get("tuning_steps", kwargs.get("tune", 1000)))
     record_ops_release(

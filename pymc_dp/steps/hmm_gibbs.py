@@ -8,10 +8,11 @@ import numpy as np
 import pymc as pm
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
-from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pymc.util import get_value_vars_from_user_vars
 
 from pymc_dp.hmm.gibbs import HMMData, sweep
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
+from pymc_dp.steps.noise import SecretNoise
 from pymc_dp.steps.transforms import compile_transforms
 
 __all__ = ["NaiveBayesHMMGibbs"]
@@ -19,7 +20,7 @@ __all__ = ["NaiveBayesHMMGibbs"]
 METHODS = ("ffbs", "collapsed")
 
 
-class NaiveBayesHMMGibbs(BlockedStep):
+class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     """Blocked Gibbs sweep of a naive-Bayes HMM: states, emissions, transitions.
 
     One ``step`` is one full sweep (Foulds et al. 2016, App. E):
@@ -46,6 +47,10 @@ class NaiveBayesHMMGibbs(BlockedStep):
         T >= 1 (the collapsed sampler needs T = 1).
     model : pm.Model, optional
         A model built by :func:`~pymc_dp.models.naive_bayes_hmm`.
+    noise_seed : int, optional
+        On raw counts the draws are the privacy noise: secret entropy is mixed into every
+        chain's generator (:mod:`pymc_dp.steps.noise`), ``noise_seed`` or fresh OS entropy. On
+        released counts the draws are post-processing and ``random_seed`` reproduces them.
     rng, initial_point, compile_kwargs, blocked
         As for PyMC step methods.
 
@@ -71,6 +76,7 @@ class NaiveBayesHMMGibbs(BlockedStep):
         method: str = "ffbs",
         temperature: float = 1.0,
         model: pm.Model | None = None,
+        noise_seed: int | None = None,
         blocked: bool = True,
         rng=None,
         initial_point=None,
@@ -108,7 +114,7 @@ class NaiveBayesHMMGibbs(BlockedStep):
         self._names = [v.name for v in value_vars]
         self._forward = compile_transforms(model, rvs[1:], "forward")
         self._backward = compile_transforms(model, rvs[1:], "backward")
-        self.rng = get_random_generator(rng)
+        self._init_noise(noise_seed, rng, secret=not spec.counts.noisy)
 
     def _read(self, point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         data = self.data

@@ -23,12 +23,14 @@ import numpy as np
 import pymc as pm
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
-from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pymc.util import get_value_vars_from_user_vars
+
+from pymc_dp.steps.noise import SecretNoise
 
 __all__ = ["PrivateMetropolis"]
 
 
-class PrivateMetropolis(BlockedStep):
+class PrivateMetropolis(SecretNoise, BlockedStep):
     """Gaussian random-walk Metropolis on all (transformed) value variables, no tuning.
 
     Parameters
@@ -38,6 +40,9 @@ class PrivateMetropolis(BlockedStep):
     proposal_scale : float
         Standard deviation of the Gaussian proposal in value space (public, data-independent).
     model : pm.Model, optional
+    noise_seed : int, optional
+        Secret entropy mixed into every chain's generator (:mod:`pymc_dp.steps.noise`).
+        Default: fresh OS entropy.
     rng, initial_point, compile_kwargs, blocked
         As for PyMC step methods.
 
@@ -58,6 +63,7 @@ class PrivateMetropolis(BlockedStep):
         *,
         proposal_scale: float,
         model: pm.Model | None = None,
+        noise_seed: int | None = None,
         blocked: bool = True,
         rng=None,
         initial_point=None,
@@ -76,7 +82,7 @@ class PrivateMetropolis(BlockedStep):
         self.proposal_scale = float(proposal_scale)
         self._names = [v.name for v in self.vars]
         self._logp = model.compile_logp(**(compile_kwargs or {}))
-        self.rng = get_random_generator(rng)
+        self._init_noise(noise_seed, rng)
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """One symmetric proposal, accepted with probability min(1, p(θ')/p(θ))."""

@@ -32,9 +32,10 @@ import numpy as np
 import pymc as pm
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
-from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pymc.util import get_value_vars_from_user_vars
 
 from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.steps.noise import SecretNoise
 from pymc_dp.steps.parameters import parameter_function
 from pymc_dp.steps.transforms import compile_transforms, forward_transform
 from pymc_dp.tempered.analysis import (
@@ -80,7 +81,7 @@ class _BlockUpdate:
         return np.asarray(self.forward(value.reshape(block.shape)), dtype=np.float64)
 
 
-class TemperedConjugateGibbs(BlockedStep):
+class TemperedConjugateGibbs(SecretNoise, BlockedStep):
     """Exact tempered conjugate updates of truncated blocks; each update is an exponential
     mechanism (Foulds et al. 2016, §3.1 eq. 14, §4.1 eq. 19–20).
 
@@ -100,6 +101,10 @@ class TemperedConjugateGibbs(BlockedStep):
         of the model holding the data). Default: analyse ``model``.
     data_bounds, max_trials, disjoint
         Passed to :func:`~pymc_dp.tempered.analyse_tempered_model` when ``analysis`` is None.
+    noise_seed : int, optional
+        Secret entropy mixed into every chain's generator (:mod:`pymc_dp.steps.noise`): the
+        draws are the privacy noise, so ``random_seed`` alone must not reproduce them. Default:
+        fresh OS entropy.
     rng, initial_point, compile_kwargs, blocked
         As for PyMC step methods.
 
@@ -138,6 +143,7 @@ class TemperedConjugateGibbs(BlockedStep):
         data_bounds: Mapping[str, tuple[float, float]] | None = None,
         max_trials: Mapping[str, int] | None = None,
         disjoint: Sequence[Sequence[str]] = (),
+        noise_seed: int | None = None,
         blocked: bool = True,
         rng=None,
         initial_point=None,
@@ -171,7 +177,7 @@ class TemperedConjugateGibbs(BlockedStep):
         }
         self.sweep_epsilon = analysis.compose(self.update_costs)
         self._updates = [_block_update(model, rv, blocks[rv.name], temperatures) for rv in rvs]
-        self.rng = get_random_generator(rng)
+        self._init_noise(noise_seed, rng)
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """Draw every assigned block from its tempered conditional, in order."""

@@ -208,10 +208,12 @@ class TemperedModel:
         """True when the tempered joint factorises into exactly samplable blocks.
 
         That is: no other free variable, constant prior parameters and no Dirichlet block
-        (whose truncated conditional is updated by an MCMC kernel).
+        with K > 2 (its truncated conditional is updated by an MCMC kernel; with K = 2 the
+        single pair update is an exact truncated-Beta draw).
         """
         return not self.others and all(
-            block.kind != "dirichlet" and block.constant_prior for block in self.blocks
+            block.constant_prior and (block.kind != "dirichlet" or block.shape[-1] == 2)
+            for block in self.blocks
         )
 
     def compose(self, per_likelihood: Mapping[str, float]) -> float:

@@ -81,9 +81,13 @@ def sample_tempered(
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     max_trials: Mapping[str, int] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
+    noise_seed: int | None = None,
     **kwargs,
 ) -> xr.DataTree:
     """Sample ``model`` privately at temperature T (see the module docstring).
+
+    ``noise_seed`` is the secret entropy of the private step's draws
+    (:mod:`pymc_dp.steps.noise`); ``random_seed`` in ``kwargs`` alone never reproduces them.
 
     Returns
     -------
@@ -115,11 +119,14 @@ def sample_tempered(
         model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint
     )
     if mechanism == "metropolis":
-        return _sample_metropolis(model, analysis, draws, epsilon, delta, release, ledger, kwargs)
+        return _sample_metropolis(
+            model, analysis, draws, epsilon, delta, release, ledger, noise_seed, kwargs
+        )
     if delta:
         raise ValueError(f"mechanism={mechanism!r} is pure ε-DP: delta must be 0")
     if "step" in kwargs:
         raise ValueError("pymc_dp.sample assigns the private step itself")
+    kwargs["noise_seed"] = noise_seed
     if mechanism == "gibbs-exponential":
         if release not in (None, "chain"):
             raise ValueError("mechanism='gibbs-exponential' releases every draw: release='chain'")
@@ -159,8 +166,11 @@ def _event(mechanism, analysis, *, epsilon, temperature, statistic, source, **fi
 def _run_private_step(model, analysis, temperature, draws, kwargs) -> xr.DataTree:
     """pm.sample with the tempered step on the blocks and PyMC on the data-free rest."""
     sampling_model = temper(data_free_model(model), temperature, part="joint")
+    noise_seed = kwargs.pop("noise_seed")
     with sampling_model:
-        step = TemperedConjugateGibbs(temperature=temperature, analysis=analysis)
+        step = TemperedConjugateGibbs(
+            temperature=temperature, analysis=analysis, noise_seed=noise_seed
+        )
         idata = pm.sample(draws, step=[step], **kwargs)
     return _keep(idata, ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats"))
 
@@ -264,8 +274,9 @@ def _last_draw(idata: xr.DataTree) -> xr.DataTree:
     return xr.DataTree.from_dict({"posterior": posterior})
 
 
-def _sample_metropolis(model, analysis: TemperedModel, draws, epsilon, delta, release, ledger,
-                       kwargs):
+def _sample_metropolis(
+    model, analysis: TemperedModel, draws, epsilon, delta, release, ledger, noise_seed, kwargs
+):
     """Private Metropolis (Foulds Theorem C.1) at T from the model's Δ; see the module doc.
 
     Every step of every chain counts, tuning included: n = chains × (tune + draws).
@@ -300,7 +311,7 @@ def _sample_metropolis(model, analysis: TemperedModel, draws, epsilon, delta, re
     with temper(model, temperature, part="joint"), warnings.catch_warnings():
         if release == "last":
             warnings.simplefilter("ignore")
-        step = PrivateMetropolis(proposal_scale=proposal_scale)
+        step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
     statistic = (
         f"{'all' if release == 'chain' else 'the last'} of {n_steps} Metropolis steps at "
