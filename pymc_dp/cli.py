@@ -8,7 +8,9 @@ prints each state's emission profile and the ledger, and writes the trace and tw
 ``pymc-dp stops --epsilon 1.0`` fits, privately, the person-search rate by perceived race and
 the distribution of stop reasons of the Minneapolis stops of 2017, prints the private posterior
 next to the non-private one and the privacy ledger, and writes the trace (netCDF) and a forest
-plot (PNG).
+plot (PNG). ``--mechanism ops`` (one posterior sample per chain) or ``gibbs-exponential``
+(every draw of an exponential-mechanism Gibbs chain) sample truncated priors at a temperature
+T instead of releasing Laplace-noised counts.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import arviz as az
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -62,6 +65,19 @@ def _parser() -> argparse.ArgumentParser:
     stops.add_argument("--chains", type=int, default=2)
     stops.add_argument(
         "--cores", type=int, default=1, help="1 is fastest for conjugate Gibbs (default 1)"
+    )
+    stops.add_argument(
+        "--mechanism",
+        choices=["laplace", "ops", "gibbs-exponential"],
+        default="laplace",
+        help="laplace (default): noisy counts, then free MCMC; ops: one exact posterior draw "
+        "per chain at temperature 2Δ/ε; gibbs-exponential: every draw, all sweeps composed",
+    )
+    stops.add_argument(
+        "--truncation",
+        type=float,
+        default=0.01,
+        help="a0 of the truncated priors of ops and gibbs-exponential (default 0.01)",
     )
     _add_common_arguments(stops, _run_stops)
     hmm = commands.add_parser(
@@ -114,46 +130,76 @@ def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
 
 def _run_stops(args: argparse.Namespace) -> int:
     start = time.perf_counter()
+    tempered = args.mechanism != "laplace"
+    if tempered and args.neighbouring != "replace-one":
+        print("error: --mechanism ops and gibbs-exponential are calibrated for replace-one")
+        return 2
     stops = load_mpls_stops()
-    model = stops_model(stops)
+    model = stops_model(stops, args.truncation if tempered else None)
     print(
         f"Minneapolis police stops, 2017: {len(stops):,} records. Privacy unit: one stop "
-        f"({args.neighbouring}). Total ε = {args.epsilon:g}, δ = 0.\n"
+        f"({args.neighbouring}). Mechanism: {args.mechanism}. Total ε = {args.epsilon:g}, "
+        "δ = 0.\n"
     )
-    with model:
-        idata = pymc_dp.sample(
-            args.draws,
-            epsilon=args.epsilon,
-            neighbouring=args.neighbouring,
-            tune=args.tune,
-            chains=args.chains,
-            cores=args.cores,
-            random_seed=args.seed,
-            progressbar=not args.no_progressbar,
-            compute_convergence_checks=False,
-        )
-        reference = exact_conjugate_posterior(
-            model, draws=args.draws, chains=args.chains, rng=args.seed
-        )
+    idata = pymc_dp.sample(
+        args.draws,
+        model=model,
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        neighbouring=args.neighbouring,
+        chains=args.chains,
+        cores=args.cores,
+        random_seed=args.seed,
+        progressbar=not args.no_progressbar,
+        compute_convergence_checks=False,
+        **({} if args.mechanism == "ops" else {"tune": args.tune}),
+    )
+    reference = exact_conjugate_posterior(
+        stops_model(stops), draws=args.draws, chains=args.chains, rng=args.seed
+    )
     ledger = pymc_dp.PrivacyLedger.from_datatree(idata)
-    print(_comparison(idata, reference).to_string())
+    one_sample = args.mechanism == "ops"
+    print(_comparison(idata, reference, one_sample).to_string())
     print(
         "\nThe non-private columns read the raw records: they are for the data holder's "
-        "comparison only and must not be published.\n"
-        "The private intervals are the posterior given the noisy statistics (Foulds et al. "
-        "2016, §3.2): they do not widen for the Laplace noise. Small groups (low released n) "
-        "can be off by several interval widths at small ε.\n"
+        "comparison only and must not be published."
     )
+    print(_mechanism_note(ledger, args, len(stops)) + "\n")
     print(_ledger_table(ledger).to_string(index=False))
     print(f"Total: ε = {ledger.epsilon:g}, δ = {ledger.delta:g} ({ledger.composition})")
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    trace_path = args.output_dir / "stops_trace.nc"
+    suffix = "" if args.mechanism == "laplace" else f"_{args.mechanism}"
+    trace_path = args.output_dir / f"stops{suffix}_trace.nc"
     idata.to_netcdf(trace_path, engine="h5netcdf")
-    plot_path = args.output_dir / "stops_forest.png"
-    _forest_plot(idata, reference, plot_path, args.epsilon)
+    plot_path = args.output_dir / f"stops{suffix}_forest.png"
+    _forest_plot(idata, reference, plot_path, f"{args.mechanism}, ε={args.epsilon:g}", one_sample)
     print(f"\nWrote {trace_path} (private trace with ledger) and {plot_path}.")
     print(f"Done in {time.perf_counter() - start:.1f} s.")
     return 0
+
+
+def _mechanism_note(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: int) -> str:
+    if args.mechanism == "laplace":
+        return (
+            "The private intervals are the posterior given the noisy statistics (Foulds et al. "
+            "2016, §3.2): they do not widen for the Laplace noise. Small groups (low released "
+            "n) can be off by several interval widths at small ε."
+        )
+    (event,) = ledger.events
+    if args.mechanism == "ops":
+        return (
+            f"One exact draw per chain of the posterior at temperature T = "
+            f"{event.temperature:.3g} (Δ = {event.sensitivity:.3g} nats, priors truncated at "
+            f"{args.truncation:g}; Foulds et al. 2016, §3.1). No convergence is assumed. One "
+            f"draw varies like a posterior draw from about n/T = {n / event.temperature:,.0f} "
+            "records (asymptotic relative efficiency 1 + T against 2 for Laplace, §3.3)."
+        )
+    return (
+        f"Every draw is released: all sweeps of all chains, tuning included, compose at "
+        f"temperature T = {event.temperature:.3g} (Foulds et al. 2016, §4.1). The draws come "
+        f"from a posterior flattened by T, as if from about n/T = {n / event.temperature:,.1f} "
+        "records: with this many sweeps, little is learned at this ε."
+    )
 
 
 def _run_hmm(args: argparse.Namespace) -> int:
@@ -224,30 +270,45 @@ def _run_hmm(args: argparse.Namespace) -> int:
     return 0
 
 
-def _comparison(idata: xr.DataTree, reference: xr.DataTree) -> pd.DataFrame:
-    """Posterior mean and 94% interval, private vs non-private, one row per parameter."""
-    private = az.summary(idata, var_names=[RATE, REASON], ci_prob=_CI, ci_kind="eti")
+def _comparison(idata: xr.DataTree, reference: xr.DataTree, one_sample: bool) -> pd.DataFrame:
+    """Private vs non-private, one row per parameter: posterior mean and 94% interval, or the
+    released draws (one per chain) under one posterior sample."""
     exact = az.summary(reference, var_names=[RATE, REASON], ci_prob=_CI, ci_kind="eti")
-    low, high = [c for c in private.columns if c.startswith("eti")][:2]
-    released = idata["released_statistics"]["person_search_projected"].sum(
-        "person_search_statistic"
-    )
-    released_n = pd.Series(
-        released.to_numpy(), index=[f"{RATE}[{g}]" for g in released["person_search_group"].values]
-    )
-    table = pd.DataFrame(
-        {
-            "released n": released_n.reindex(private.index).round(1),
-            "private mean": private["mean"].astype(float).round(4),
-            "private 94% CI": _interval(private[low], private[high]),
-            "ess_bulk": private["ess_bulk"].astype(float).round(0),
-            "r_hat": private["r_hat"].astype(float).round(3),
-            "non-private mean": exact["mean"].astype(float).round(4),
-            "non-private 94% CI": _interval(exact[low], exact[high]),
-        }
-    )
+    low, high = [c for c in exact.columns if c.startswith("eti")][:2]
+    columns: dict[str, pd.Series] = {}
+    if "released_statistics" in idata.children:
+        released = idata["released_statistics"]["person_search_projected"].sum(
+            "person_search_statistic"
+        )
+        groups = released["person_search_group"].values
+        columns["released n"] = pd.Series(
+            released.to_numpy(), index=[f"{RATE}[{g}]" for g in groups]
+        ).round(1)
+    if one_sample:
+        columns["private draw(s)"] = _released_draws(idata, exact.index)
+    else:
+        private = az.summary(idata, var_names=[RATE, REASON], ci_prob=_CI, ci_kind="eti")
+        columns["private mean"] = private["mean"].astype(float).round(4)
+        columns["private 94% CI"] = _interval(private[low], private[high])
+        columns["ess_bulk"] = private["ess_bulk"].astype(float).round(0)
+        columns["r_hat"] = private["r_hat"].astype(float).round(3)
+    columns["non-private mean"] = exact["mean"].astype(float).round(4)
+    columns["non-private 94% CI"] = _interval(exact[low], exact[high])
+    table = pd.DataFrame({name: col.reindex(exact.index) for name, col in columns.items()})
     table.index.name = "parameter"
     return table
+
+
+def _released_draws(idata: xr.DataTree, index: pd.Index) -> pd.Series:
+    """Each parameter's released draws, one per chain, as text."""
+    values = {}
+    for name in (RATE, REASON):
+        array = idata["posterior"][name]
+        dim = next(d for d in array.dims if d not in ("chain", "draw"))
+        for label in array[dim].values:
+            draws = array.sel({dim: label}).values.ravel()
+            values[f"{name}[{label}]"] = ", ".join(f"{v:.3f}" for v in draws)
+    return pd.Series(values).reindex(index)
 
 
 def _interval(low: pd.Series, high: pd.Series) -> pd.Series:
@@ -267,15 +328,23 @@ def _ledger_table(ledger: pymc_dp.PrivacyLedger) -> pd.DataFrame:
         "variables",
         "noise_backend",
         "noise_scale",
+        "temperature",
     ]
-    return pd.DataFrame([{c: getattr(e, c) for c in columns} for e in ledger.events]).assign(
-        variables=lambda df: df["variables"].map(", ".join)
-    )
+    table = pd.DataFrame([{c: getattr(e, c) for c in columns} for e in ledger.events])
+    table = table.dropna(axis=1, how="all")  # noise scale or temperature: one applies
+    return table.assign(variables=lambda df: df["variables"].map(", ".join))
 
 
-def _forest_plot(idata: xr.DataTree, reference: xr.DataTree, path: Path, epsilon: float) -> None:
+def _forest_plot(
+    idata: xr.DataTree, reference: xr.DataTree, path: Path, label: str, one_sample: bool
+) -> None:
+    """Person-search rate by race, private vs non-private (posterior mean, 50% and 94%
+    intervals); under one posterior sample, the released draws instead of a private interval."""
+    if one_sample:
+        _released_draws_plot(idata, reference, path, label)
+        return
     plot = az.plot_forest(
-        {f"private (ε={epsilon:g})": idata, "non-private (raw data)": reference},
+        {f"private ({label})": idata, "non-private (raw data)": reference},
         var_names=[RATE],
         combined=True,
         ci_kind="eti",
@@ -285,11 +354,36 @@ def _forest_plot(idata: xr.DataTree, reference: xr.DataTree, path: Path, epsilon
     )
     plot.add_legend("model", loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=2)
     figure = plot.viz["figure"].item()
-    figure.suptitle(
-        "Person-search rate by perceived race, Minneapolis stops 2017\n"
-        "(posterior mean, 50% and 94% intervals)"
-    )
+    figure.suptitle(_PLOT_TITLE + "\n(posterior mean, 50% and 94% intervals)")
     figure.savefig(path, dpi=120, bbox_inches="tight")
+
+
+_PLOT_TITLE = "Person-search rate by perceived race, Minneapolis stops 2017"
+
+
+def _released_draws_plot(idata: xr.DataTree, reference: xr.DataTree, path: Path, label: str):
+    import matplotlib.pyplot as plt
+
+    exact = reference["posterior"][RATE]
+    released = idata["posterior"][RATE]
+    races = list(exact["race"].values)
+    rows = np.arange(len(races))[::-1]
+    quantiles = exact.quantile([0.03, 0.25, 0.75, 0.97], dim=("chain", "draw")).values
+    figure, axis = plt.subplots(figsize=(8, 6))
+    axis.hlines(rows, quantiles[0], quantiles[3], color="C1", linewidth=1)
+    axis.hlines(rows, quantiles[1], quantiles[2], color="C1", linewidth=3)
+    axis.plot(exact.mean(("chain", "draw")), rows, "o", color="C1", mfc="white",
+              label="non-private (raw data): mean, 50% and 94% intervals")
+    for chain in released["chain"].values:
+        axis.plot(released.sel(chain=chain).values.ravel(), rows + 0.2, "x", color="C0",
+                  markersize=8, label=f"private ({label}): released draw" if chain == 0 else None)
+    axis.set_yticks(rows, races)
+    axis.set_xlabel("person-search rate")
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=1, frameon=False)
+    axis.set_title(_PLOT_TITLE + "\n(one released draw per chain)")
+    axis.spines[["top", "right"]].set_visible(False)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,6 +23,7 @@ import pandas as pd
 import pymc as pm
 
 from pymc_dp.datasets import MPLS_STOPS_CATEGORIES
+from pymc_dp.distributions import TruncatedBeta, TruncatedDirichlet
 from pymc_dp.hmm.cells import CellCounts, cell_counts_from_frame
 
 __all__ = ["HMM_FEATURES", "RATE", "REASON", "stops_cells", "stops_model", "stops_weeks"]
@@ -31,7 +32,7 @@ RATE = "person_search_rate"
 REASON = "stop_reason_probability"
 
 
-def stops_model(stops: pd.DataFrame) -> pm.Model:
+def stops_model(stops: pd.DataFrame, truncation: float | None = None) -> pm.Model:
     """PyMC model of person-search rates by perceived race and of stop reasons.
 
     Parameters
@@ -39,6 +40,10 @@ def stops_model(stops: pd.DataFrame) -> pm.Model:
     stops : DataFrame
         Output of :func:`pymc_dp.datasets.load_mpls_stops` (or a subset with the same
         categorical dtypes).
+    truncation : float, optional
+        a0: truncate both priors to probabilities >= a0 (``TruncatedBeta`` on [a0, 1 − a0],
+        ``TruncatedDirichlet``), as the posterior-sampling mechanisms need (Foulds et al.
+        2016, eq. 15). None (default): the untruncated priors of the Laplace path.
 
     Returns
     -------
@@ -54,9 +59,13 @@ def stops_model(stops: pd.DataFrame) -> pm.Model:
     searched = (recorded["personSearch"] == "YES").to_numpy(np.int64)
     reason_index = pd.Categorical(stops["problem"], categories=reasons).codes.astype(np.int64)
     with pm.Model(coords={"race": races, "reason": reasons}) as model:
-        rate = pm.Beta(RATE, alpha=1.0, beta=1.0, dims="race")
+        if truncation is None:
+            rate = pm.Beta(RATE, alpha=1.0, beta=1.0, dims="race")
+            reason = pm.Dirichlet(REASON, a=np.ones(len(reasons)), dims="reason")
+        else:
+            rate = TruncatedBeta(RATE, 1.0, 1.0, truncation, dims="race")
+            reason = TruncatedDirichlet(REASON, np.ones(len(reasons)), truncation, dims="reason")
         pm.Bernoulli("person_search", p=rate[race_index], observed=searched)
-        reason = pm.Dirichlet(REASON, a=np.ones(len(reasons)), dims="reason")
         pm.Categorical("stop_reason", p=reason, observed=reason_index)
     return model
 

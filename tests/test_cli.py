@@ -39,6 +39,26 @@ def test_stops_job_prints_summary_and_writes_private_outputs(tmp_path, capsys):
     assert png.shape[0] > 300 and png.shape[1] > 300 and png.std() > 0.01
 
 
+@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
+def test_stops_job_with_posterior_sampling(tmp_path, capsys, mechanism):
+    args = ["stops", "--mechanism", mechanism, "--epsilon", "2", "--draws", "50", "--tune", "10"]
+    code = main([*args, "--output-dir", str(tmp_path), "--no-progressbar"])
+    out = capsys.readouterr().out
+    assert code == 0 and "Total: ε = 2, δ = 0" in out
+    trace = xr.open_datatree(tmp_path / f"stops_{mechanism}_trace.nc", engine="h5netcdf")
+    (event,) = PrivacyLedger.from_datatree(trace).events
+    assert event.temperature > 1 and "released_statistics" not in trace.children
+    if mechanism == "ops":
+        assert "private draw(s)" in out and "No convergence is assumed" in out
+        assert trace["posterior"].sizes["draw"] == 1 and not event.assumes_convergence
+    else:
+        assert "private 94% CI" in out and "tuning included" in out
+        assert trace["posterior"].sizes["draw"] == 50
+    png = image.imread(tmp_path / f"stops_{mechanism}_forest.png")
+    assert png.shape[0] > 300 and png.std() > 0.01
+    assert main(["stops", "--mechanism", mechanism, "--neighbouring", "add-remove-one"]) == 2
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "stops" in capsys.readouterr().out

@@ -217,7 +217,10 @@ def _sample_exact_ops(model, analysis: TemperedModel, draws, epsilon, release, l
     total = n_draws * 2 * delta / temperature
     ledger.check(total)
     kwargs.update(tune=0, compute_convergence_checks=False)
-    idata = _run_private_step(model, analysis, temperature, per_chain, kwargs)
+    with warnings.catch_warnings():
+        if per_chain == 1:  # ArviZ and PyMC warn about one-draw chains
+            warnings.simplefilter("ignore", UserWarning)
+        idata = _run_private_step(model, analysis, temperature, per_chain, kwargs)
     ledger.charge(
         _event(
             "one_posterior_sample",
