@@ -58,6 +58,7 @@ def sample(
     max_trials: Mapping[str, int] | None = None,
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
+    tempering: str = "joint",
     step: PrivateConjugateGibbs | Sequence[PrivateConjugateGibbs] | None = None,
     model: pm.Model | None = None,
     **kwargs,
@@ -189,6 +190,7 @@ def sample(
             max_trials=max_trials,
             disjoint=disjoint,
             noise_seed=noise_seed_from(noise_rng),
+            tempering=tempering,
             **kwargs,
         )
         return _run_ledger(run_ledger, spent_before).attach(idata)

@@ -1,7 +1,8 @@
 """The committed notebooks are executed and match their build scripts (not re-executed here).
 
 Rebuild them with ``python notebooks/build_notebooks.py``,
-``python notebooks/build_hmm_notebook.py`` and ``python notebooks/build_theory_notebook.py``.
+``python notebooks/build_hmm_notebook.py``, ``python notebooks/build_theory_notebook.py`` and
+``python notebooks/build_mechanisms_notebook.py``.
 """
 
 import importlib.util
@@ -16,6 +17,7 @@ BUILDS = {
     "01_private_rates_mpls_stops.ipynb": ("build_notebooks.py", 2),
     "02_private_hmm_mpls_stops.ipynb": ("build_hmm_notebook.py", 3),
     "03_posterior_sampling_theory.ipynb": ("build_theory_notebook.py", 4),
+    "04_posterior_sampling_mpls_stops.ipynb": ("build_mechanisms_notebook.py", 2),
 }
 
 

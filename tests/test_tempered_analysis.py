@@ -229,6 +229,21 @@ def test_tempered_parameters_divide_every_exponent_by_t():
         tempered_parameters("beta", (1.0, 1.0), stats_beta, 0.5)
 
 
+def test_likelihood_tempering_keeps_the_prior_and_divides_the_statistics():
+    stats_beta = np.array([[8.0, 4.0]])
+    beta = tempered_parameters("beta", (2.0, 3.0), stats_beta, 4.0, part="likelihood")
+    assert beta == pytest.approx((2 + 8 / 4, 3 + 4 / 4))
+    gamma = tempered_parameters("gamma", (2.0, 0.5), np.array([[30.0, 10.0]]), 2.0, "likelihood")
+    assert gamma == pytest.approx((2 + 15, 2 + 5))
+    mean, sd = tempered_parameters("normal", (1.0, 2.0), np.array([[8.0, 4.0]]), 4.0, "likelihood")
+    assert (mean, sd) == (pytest.approx((0.25 + 2) / 1.25), pytest.approx(math.sqrt(1 / 1.25)))
+    # with a flat prior the two temperings coincide (Beta(1, 1): (α − 1)/T + 1 = α)
+    flat = tempered_parameters("beta", (1.0, 1.0), stats_beta, 4.0, part="likelihood")
+    np.testing.assert_allclose(flat, tempered_parameters("beta", (1.0, 1.0), stats_beta, 4.0))
+    with pytest.raises(ValueError, match="part"):
+        tempered_parameters("beta", (1.0, 1.0), stats_beta, 2.0, part="prior")
+
+
 @pytest.mark.parametrize(
     ("kind", "prior", "statistics", "bounds", "reference"),
     [

@@ -215,6 +215,38 @@ def test_the_chain_targets_the_tempered_joint():
         assert float(private.mean()) == pytest.approx(float(exact.mean()), abs=se)
 
 
+def test_likelihood_tempering_keeps_the_prior_at_the_same_cost():
+    draws, epsilon = 3000, 3000.0
+    with pm.Model() as model:
+        rate = TruncatedBeta("rate", 8.0, 2.0, 0.05)  # informative prior
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+    idata = pymc_dp.sample(
+        draws, model=model, epsilon=epsilon, mechanism="ops", release="chain",
+        tempering="likelihood", **QUIET, **_noise(15),
+    )
+    event = _only_event(idata)
+    temperature = 2 * bernoulli_delta(0.05) * draws / epsilon
+    assert event.temperature == pytest.approx(temperature) and event.epsilon == pytest.approx(
+        epsilon
+    )
+    assert "likelihood tempered" in event.statistic
+    s = OUTCOME.sum()
+    target = stats.beta(8 + s / temperature, 2 + (10 - s) / temperature)
+    rates = idata["posterior"]["rate"].values.ravel()
+    assert stats.kstest(rates, _truncated_cdf(target, 0.05, 0.95)).pvalue > 1e-3
+
+
+def test_likelihood_tempering_samples_hyperpriors_untempered():
+    idata = pymc_dp.sample(
+        300, tune=200, chains=2, model=_hyper_model(), epsilon=0.5, tempering="likelihood",
+        mechanism="gibbs-exponential", random_seed=16, **QUIET, **_noise(16),
+    )
+    temperature = _only_event(idata).temperature
+    assert temperature > 1000  # the data say almost nothing, so a ≈ its Gamma(4, 2) prior
+    a = idata["posterior"]["a"]
+    assert float(a.mean()) == pytest.approx(2.0, abs=4 * math.sqrt(1.0 / 600) * 3)
+
+
 def test_dirichlet_blocks_cost_k_minus_one_pair_updates():
     rng = np.random.default_rng(10)
     with pm.Model() as model:

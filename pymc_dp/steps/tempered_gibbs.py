@@ -44,7 +44,7 @@ from pymc_dp.tempered.analysis import (
     analyse_tempered_model,
     prior_parameter_variables,
 )
-from pymc_dp.tempered.updates import tempered_draw
+from pymc_dp.tempered.updates import TEMPERING, tempered_draw
 
 __all__ = ["TemperedConjugateGibbs"]
 
@@ -57,6 +57,7 @@ class _BlockUpdate:
     block: TemperedBlock
     statistics: np.ndarray
     temperature: float
+    tempering: str
     parameters: Callable[[dict], tuple[np.ndarray, ...]]
     forward: Callable[[np.ndarray], np.ndarray]
     backward: Callable[[np.ndarray], np.ndarray] | None
@@ -77,6 +78,7 @@ class _BlockUpdate:
             (block.lower, block.upper),
             rng,
             current=current,
+            part=self.tempering,
         )
         return np.asarray(self.forward(value.reshape(block.shape)), dtype=np.float64)
 
@@ -93,6 +95,9 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
     temperature : float or dict
         T >= 1 for every block, or ``{prior name: T_l}``. Unequal temperatures give private
         updates but no joint target distribution: use one T for OPS.
+    tempering : {"joint", "likelihood"}
+        Temper each block's prior and likelihood (Foulds eq. 14, 19; default) or its likelihood
+        only (the prior as the mechanism's base measure; same cost).
     model : pm.Model, optional
         The model the step runs in (the data-free tempered model under
         :func:`pymc_dp.sample`; the user's model otherwise).
@@ -138,6 +143,7 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
         vars=None,
         *,
         temperature: float | Mapping[str, float],
+        tempering: str = "joint",
         model: pm.Model | None = None,
         analysis: TemperedModel | None = None,
         data_bounds: Mapping[str, tuple[float, float]] | None = None,
@@ -167,6 +173,8 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
                 f"{unknown} are not truncated conjugate blocks of the model's likelihoods"
             )
         temperatures = _temperatures(temperature, [rv.name for rv in rvs])
+        if tempering not in TEMPERING:
+            raise ValueError(f"tempering must be one of {TEMPERING}, got {tempering!r}")
         self.vars = [model.rvs_to_values[rv] for rv in rvs]
         self.temperatures = temperatures
         self.update_costs = {
@@ -176,7 +184,10 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
             for lik in blocks[rv.name].likelihoods
         }
         self.sweep_epsilon = analysis.compose(self.update_costs)
-        self._updates = [_block_update(model, rv, blocks[rv.name], temperatures) for rv in rvs]
+        self._updates = [
+            _block_update(model, rv, blocks[rv.name], temperatures[rv.name], tempering)
+            for rv in rvs
+        ]
         self._init_noise(noise_seed, rng)
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
@@ -210,7 +221,9 @@ def _temperatures(temperature, names: list[str]) -> dict[str, float]:
     return values
 
 
-def _block_update(model: pm.Model, rv, block: TemperedBlock, temperatures) -> _BlockUpdate:
+def _block_update(
+    model: pm.Model, rv, block: TemperedBlock, temperature: float, tempering: str
+) -> _BlockUpdate:
     parameters, _ = parameter_function(model, prior_parameter_variables(rv, block.kind))
     backward = None
     if block.kind == "dirichlet":
@@ -219,7 +232,8 @@ def _block_update(model: pm.Model, rv, block: TemperedBlock, temperatures) -> _B
         value_name=model.rvs_to_values[rv].name,
         block=block,
         statistics=block.statistics,
-        temperature=temperatures[rv.name],
+        temperature=temperature,
+        tempering=tempering,
         parameters=parameters,
         forward=forward_transform(model, rv),
         backward=backward,

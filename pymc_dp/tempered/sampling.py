@@ -26,6 +26,12 @@ for all blocks, T = n·W/ε with W the per-record cost of one sweep at T = 1
 ``mechanism="metropolis"`` — private Metropolis (App. C.1, Theorem C.1), see
 :mod:`pymc_dp.steps.private_metropolis`.
 
+``tempering="joint"`` (default) tempers prior and likelihood, Pr(θ, X)^{1/T} (Foulds eq. 10,
+14); ``tempering="likelihood"`` tempers the likelihood only, π(θ)·Pr(X | θ)^{1/T} (the Gibbs
+posterior of Minami et al. 2016). Both are the exponential mechanism with the same Δ and cost
+(the prior is a data-independent base measure); the second keeps informative priors and
+hyperpriors from being flattened by a large T.
+
 In every case: T is capped at 1 and only what is spent is charged (never a sharpened
 posterior; §2.2 "cap ε at 2Δ"); the whole cost is checked against the budget before anything
 is sampled (``BudgetExceededError``, nothing drawn); the event is recorded before the trace
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pymc as pm
 import xarray as xr
@@ -47,6 +54,7 @@ from pymc_dp.private_model import data_free_model
 from pymc_dp.steps.private_metropolis import PrivateMetropolis
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempered.analysis import TemperedModel, analyse_tempered_model
+from pymc_dp.tempered.updates import TEMPERING
 from pymc_dp.tempering import temper
 from pymc_dp.theory import ops_temperature
 
@@ -82,6 +90,7 @@ def sample_tempered(
     max_trials: Mapping[str, int] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
     noise_seed: int | None = None,
+    tempering: str = "joint",
     **kwargs,
 ) -> xr.DataTree:
     """Sample ``model`` privately at temperature T (see the module docstring).
@@ -115,64 +124,81 @@ def sample_tempered(
     if mechanism not in TEMPERED_MECHANISMS:
         raise ValueError(f"mechanism must be one of {TEMPERED_MECHANISMS}, got {mechanism!r}")
     validate_epsilon(epsilon)
+    if tempering not in TEMPERING:
+        raise ValueError(f"tempering must be one of {TEMPERING}, got {tempering!r}")
+    if "step" in kwargs:
+        raise ValueError("pymc_dp.sample assigns the private step itself")
     analysis = analyse_tempered_model(
         model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint
     )
+    run = _Run(model, analysis, ledger, tempering, noise_seed)
     if mechanism == "metropolis":
-        return _sample_metropolis(
-            model, analysis, draws, epsilon, delta, release, ledger, noise_seed, kwargs
-        )
+        return _sample_metropolis(run, draws, epsilon, delta, release, kwargs)
     if delta:
         raise ValueError(f"mechanism={mechanism!r} is pure ε-DP: delta must be 0")
-    if "step" in kwargs:
-        raise ValueError("pymc_dp.sample assigns the private step itself")
-    kwargs["noise_seed"] = noise_seed
     if mechanism == "gibbs-exponential":
         if release not in (None, "chain"):
             raise ValueError("mechanism='gibbs-exponential' releases every draw: release='chain'")
-        return _sample_gibbs(model, analysis, draws, epsilon, ledger, kwargs)
+        return _sample_gibbs(run, draws, epsilon, kwargs)
     release = release or "last"
     if release not in RELEASES:
         raise ValueError(f"release must be one of {RELEASES}, got {release!r}")
     if analysis.exact:
-        return _sample_exact_ops(model, analysis, draws, epsilon, release, ledger, kwargs)
+        return _sample_exact_ops(run, draws, epsilon, release, kwargs)
     if release == "chain":
         raise ValueError(
             "these blocks are sampled by MCMC (hyperpriors or a truncated Dirichlet), so its "
             "draws are not independent one-posterior samples: use release='last', or "
             "mechanism='gibbs-exponential' to release every draw"
         )
-    return _sample_converged_ops(model, analysis, draws, epsilon, ledger, kwargs)
+    return _sample_converged_ops(run, draws, epsilon, kwargs)
 
 
-def _event(mechanism, analysis, *, epsilon, temperature, statistic, source, **fields):
-    return PrivacyEvent(
-        mechanism=mechanism,
-        epsilon=epsilon,
-        delta=fields.pop("delta", 0.0),
-        sensitivity=analysis.record_delta(),
-        neighbouring="replace-one",
-        variables=analysis.priors,
-        noise_backend="numpy",
-        statistic=statistic
-        + (f"; parallel over disjoint {list(map(list, analysis.disjoint))}"
-           if analysis.disjoint else ""),
-        source=source,
-        temperature=temperature,
-        **fields,
-    )
+@dataclass(frozen=True)
+class _Run:
+    """What every mechanism of one call shares: the model, its analysis and the options."""
 
+    model: pm.Model
+    analysis: TemperedModel
+    ledger: PrivacyLedger
+    tempering: str
+    noise_seed: int | None
 
-def _run_private_step(model, analysis, temperature, draws, kwargs) -> xr.DataTree:
-    """pm.sample with the tempered step on the blocks and PyMC on the data-free rest."""
-    sampling_model = temper(data_free_model(model), temperature, part="joint")
-    noise_seed = kwargs.pop("noise_seed")
-    with sampling_model:
-        step = TemperedConjugateGibbs(
-            temperature=temperature, analysis=analysis, noise_seed=noise_seed
+    def charge(self, mechanism: str, *, statistic: str, source: str, **fields) -> None:
+        """Record the run's event (before the trace is returned)."""
+        if self.tempering == "likelihood":
+            statistic += "; likelihood tempered, prior kept (base measure)"
+        if self.analysis.disjoint:
+            statistic += f"; parallel over disjoint {list(map(list, self.analysis.disjoint))}"
+        self.ledger.charge(
+            PrivacyEvent(
+                mechanism=mechanism,
+                delta=fields.pop("delta", 0.0),
+                sensitivity=self.analysis.record_delta(),
+                neighbouring="replace-one",
+                variables=self.analysis.priors,
+                noise_backend="numpy",
+                statistic=statistic,
+                source=source,
+                **fields,
+            )
         )
-        idata = pm.sample(draws, step=[step], **kwargs)
-    return _keep(idata, ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats"))
+
+    def private_step_trace(self, temperature: float, draws: int, kwargs) -> xr.DataTree:
+        """pm.sample with the tempered step on the blocks and PyMC on the data-free rest."""
+        sampling_model = data_free_model(self.model)
+        if self.tempering == "joint":  # the hyperpriors' conditional of the tempered joint
+            sampling_model = temper(sampling_model, temperature, part="joint")
+        with sampling_model:
+            step = TemperedConjugateGibbs(
+                temperature=temperature,
+                tempering=self.tempering,
+                analysis=self.analysis,
+                noise_seed=self.noise_seed,
+            )
+            idata = pm.sample(draws, step=[step], **kwargs)
+        groups = ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats")
+        return _keep(idata, groups)
 
 
 def _keep(idata: xr.DataTree, groups: Sequence[str]) -> xr.DataTree:
@@ -182,83 +208,74 @@ def _keep(idata: xr.DataTree, groups: Sequence[str]) -> xr.DataTree:
     return idata
 
 
-def _sample_gibbs(model, analysis: TemperedModel, draws, epsilon, ledger, kwargs):
+def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
     chains = int(kwargs.setdefault("chains", 1))
     n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
-    weight = analysis.sweep_weight()
+    weight = run.analysis.sweep_weight()
     temperature = max(1.0, n_sweeps * weight / epsilon)
     total = n_sweeps * weight / temperature
-    ledger.check(total)
-    idata = _run_private_step(model, analysis, temperature, draws, kwargs)
-    ledger.charge(
-        _event(
-            "exponential_mechanism_gibbs",
-            analysis,
-            epsilon=total,
-            temperature=temperature,
-            statistic=(
-                f"every draw of {n_sweeps} Gibbs sweeps ({chains} chain(s), tuning included) "
-                f"at T = {temperature:.4g}; one sweep costs {weight / temperature:.4g}"
-            ),
-            source=GIBBS_SOURCE,
-        )
+    run.ledger.check(total)
+    idata = run.private_step_trace(temperature, draws, kwargs)
+    run.charge(
+        "exponential_mechanism_gibbs",
+        epsilon=total,
+        temperature=temperature,
+        statistic=(
+            f"every draw of {n_sweeps} Gibbs sweeps ({chains} chain(s), tuning included) "
+            f"at T = {temperature:.4g}; one sweep costs {weight / temperature:.4g}"
+        ),
+        source=GIBBS_SOURCE,
     )
     return idata
 
 
-def _sample_exact_ops(model, analysis: TemperedModel, draws, epsilon, release, ledger, kwargs):
+def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
     if kwargs.get("tune"):
         raise ValueError("exact one-posterior-sample draws need no tuning: drop tune")
     chains = int(kwargs.setdefault("chains", 1))
     per_chain = 1 if release == "last" else int(draws)
     n_draws = chains * per_chain
-    delta = analysis.record_delta()
+    delta = run.analysis.record_delta()
     temperature = max(1.0, ops_temperature(delta, epsilon / n_draws))
     total = n_draws * 2 * delta / temperature
-    ledger.check(total)
+    run.ledger.check(total)
     kwargs.update(tune=0, compute_convergence_checks=False)
     with warnings.catch_warnings():
         if per_chain == 1:  # ArviZ and PyMC warn about one-draw chains
             warnings.simplefilter("ignore", UserWarning)
-        idata = _run_private_step(model, analysis, temperature, per_chain, kwargs)
-    ledger.charge(
-        _event(
-            "one_posterior_sample",
-            analysis,
-            epsilon=total,
-            temperature=temperature,
-            statistic=f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})",
-            source=OPS_SOURCE,
-        )
+        idata = run.private_step_trace(temperature, per_chain, kwargs)
+    run.charge(
+        "one_posterior_sample",
+        epsilon=total,
+        temperature=temperature,
+        statistic=f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})",
+        source=OPS_SOURCE,
     )
     return _keep(idata, ("posterior",))
 
 
-def _sample_converged_ops(model, analysis: TemperedModel, draws, epsilon, ledger, kwargs):
+def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     _refuse_leaky_options(kwargs)
     chains = int(kwargs.setdefault("chains", 1))
     n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
-    delta = analysis.record_delta()
+    delta = run.analysis.record_delta()
     temperature = max(1.0, ops_temperature(delta, epsilon / chains))
     total = chains * 2 * delta / temperature
-    ledger.check(total)
+    run.ledger.check(total)
     with warnings.catch_warnings():  # PyMC's warnings read every draw
         warnings.simplefilter("ignore")
-        idata = _run_private_step(model, analysis, temperature, draws, kwargs)
-    ledger.charge(
-        _event(
-            "one_posterior_sample",
-            analysis,
-            epsilon=total,
-            temperature=temperature,
-            statistic=(
-                f"last Gibbs draw of {chains} chain(s) at T = {temperature:.4g} after "
-                f"{n_sweeps // chains} sweeps each; the guarantee assumes each chain converged"
-            ),
-            source=OPS_SOURCE,
-            assumes_convergence=True,
-            worst_case_epsilon=n_sweeps * analysis.sweep_weight() / temperature,
-        )
+        idata = run.private_step_trace(temperature, draws, kwargs)
+    run.charge(
+        "one_posterior_sample",
+        epsilon=total,
+        temperature=temperature,
+        statistic=(
+            f"last Gibbs draw of {chains} chain(s) at T = {temperature:.4g} after "
+            f"{n_sweeps // chains} sweeps each; the guarantee assumes each chain converged"
+        ),
+        source=OPS_SOURCE,
+        assumes_convergence=True,
+        worst_case_epsilon=n_sweeps * run.analysis.sweep_weight() / temperature,
     )
     return _last_draw(idata)
 
@@ -277,9 +294,7 @@ def _last_draw(idata: xr.DataTree) -> xr.DataTree:
     return xr.DataTree.from_dict({"posterior": posterior})
 
 
-def _sample_metropolis(
-    model, analysis: TemperedModel, draws, epsilon, delta, release, ledger, noise_seed, kwargs
-):
+def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
     """Private Metropolis (Foulds Theorem C.1) at T from the model's Δ; see the module doc.
 
     Every step of every chain counts, tuning included: n = chains × (tune + draws).
@@ -300,7 +315,7 @@ def _sample_metropolis(
     proposal_scale = kwargs.pop("proposal_scale")
     chains = int(kwargs.setdefault("chains", 1))
     n_steps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
-    bound = analysis.record_delta()
+    bound = run.analysis.record_delta()
     if release == "chain":
         if not 0 < delta < 1:
             raise ValueError("release='chain' needs the declared δ in (0, 1) (Theorem C.1)")
@@ -310,11 +325,11 @@ def _sample_metropolis(
         _refuse_leaky_options(kwargs)
         temperature = max(1.0, ops_temperature(bound, epsilon / chains))
         cost = (chains * 2 * bound / temperature, 0.0)
-    ledger.check(*cost)
-    with temper(model, temperature, part="joint"), warnings.catch_warnings():
+    run.ledger.check(*cost)
+    with temper(run.model, temperature, part=run.tempering), warnings.catch_warnings():
         if release == "last":
             warnings.simplefilter("ignore")
-        step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=noise_seed)
+        step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
     statistic = (
         f"{'all' if release == 'chain' else 'the last'} of {n_steps} Metropolis steps at "
@@ -322,18 +337,15 @@ def _sample_metropolis(
     )
     if release == "chain":
         statistic += f"; assumes Pr(reject) <= {delta / n_steps:.3g} per step"
-    ledger.charge(
-        _event(
-            "private_metropolis" if release == "chain" else "one_posterior_sample",
-            analysis,
-            epsilon=cost[0],
-            delta=cost[1],
-            temperature=temperature,
-            statistic=statistic,
-            source=METROPOLIS_SOURCE,
-            assumes_convergence=release == "last",
-            worst_case_epsilon=n_steps * 2 * bound / temperature if release == "last" else None,
-        )
+    run.charge(
+        "private_metropolis" if release == "chain" else "one_posterior_sample",
+        epsilon=cost[0],
+        delta=cost[1],
+        temperature=temperature,
+        statistic=statistic,
+        source=METROPOLIS_SOURCE,
+        assumes_convergence=release == "last",
+        worst_case_epsilon=n_steps * 2 * bound / temperature if release == "last" else None,
     )
     if release == "last":
         return _last_draw(idata)

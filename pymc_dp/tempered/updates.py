@@ -17,6 +17,12 @@ conjugate posterior with every exponent divided by T, truncated:
 
 The Beta, Gamma and Normal draws are exact (inverse CDF or SciPy's ``truncnorm``), vectorised
 over groups and over a leading ``size``. At T = 1 each is the exact truncated posterior.
+
+``part="likelihood"`` tempers the likelihood only, π(θ_l | θ_¬l)·Pr(X | θ)^{1/T} (the Gibbs
+posterior of Minami et al. 2016; Wang et al. 2015): the conjugate update with the statistics
+divided by T and the prior untouched. It is the same exponential mechanism with the prior as
+its data-independent base measure, so it costs the same 2Δ/T (the prior cancels, eq. 9), and
+it keeps an informative prior or a hyperprior from being flattened by T.
 """
 
 from __future__ import annotations
@@ -30,11 +36,17 @@ from pymc_dp.truncated import (
     truncated_normal,
 )
 
-__all__ = ["tempered_draw", "tempered_parameters"]
+__all__ = ["TEMPERING", "tempered_draw", "tempered_parameters"]
+
+TEMPERING = ("joint", "likelihood")
 
 
 def tempered_parameters(
-    kind: str, prior_parameters: tuple[np.ndarray, ...], statistics: np.ndarray, temperature: float
+    kind: str,
+    prior_parameters: tuple[np.ndarray, ...],
+    statistics: np.ndarray,
+    temperature: float,
+    part: str = "joint",
 ) -> tuple[np.ndarray, ...]:
     """Parameters of the untruncated tempered conditional (see the module docstring).
 
@@ -48,6 +60,8 @@ def tempered_parameters(
         The block's exact sufficient statistics (:class:`~pymc_dp.tempered.TemperedBlock`).
     temperature : float
         T >= 1.
+    part : {"joint", "likelihood"}
+        Temper prior and likelihood (Foulds eq. 14) or the likelihood only.
 
     Returns
     -------
@@ -57,10 +71,14 @@ def tempered_parameters(
     Raises
     ------
     ValueError
-        For an unknown kind or T < 1.
+        For an unknown kind or part, or T < 1.
     """
     if not temperature >= 1:
         raise ValueError(f"temperature must be >= 1, got {temperature!r}")
+    if part not in TEMPERING:
+        raise ValueError(f"part must be one of {TEMPERING}, got {part!r}")
+    if part == "likelihood":  # the prior at T = 1 with the likelihood's statistics over T
+        statistics, temperature = np.asarray(statistics) / temperature, 1.0
     t = float(temperature)
     if kind == "beta":
         alpha, beta = prior_parameters
@@ -92,12 +110,13 @@ def tempered_draw(
     *,
     current: np.ndarray | None = None,
     size: tuple[int, ...] = (),
+    part: str = "joint",
 ) -> np.ndarray:
     """Draw the block from its tempered, truncated conditional.
 
     Parameters
     ----------
-    kind, prior_parameters, statistics, temperature
+    kind, prior_parameters, statistics, temperature, part
         As :func:`tempered_parameters`.
     bounds : (float, float)
         Truncation (lower, upper); for a Dirichlet, (a0, 1 − (K − 1)·a0).
@@ -111,7 +130,7 @@ def tempered_draw(
     -------
     ndarray, shape (*size, G) or (G, K)
     """
-    parameters = tempered_parameters(kind, prior_parameters, statistics, temperature)
+    parameters = tempered_parameters(kind, prior_parameters, statistics, temperature, part)
     if kind == "dirichlet":
         if current is None or size:
             raise ValueError("a Dirichlet block is updated from its current value, one at a time")
