@@ -128,6 +128,21 @@ def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
     command.set_defaults(run=run)
 
 
+def _private_sample(args: argparse.Namespace, model, **options) -> xr.DataTree:
+    """``pymc_dp.sample`` with the command's ε, mechanism, neighbours, seed and progress bar."""
+    return pymc_dp.sample(
+        args.draws,
+        model=model,
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        neighbouring=args.neighbouring,
+        random_seed=args.seed,
+        progressbar=not args.no_progressbar,
+        compute_convergence_checks=False,
+        **options,
+    )
+
+
 def _run_stops(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     tempered = args.mechanism != "laplace"
@@ -141,17 +156,11 @@ def _run_stops(args: argparse.Namespace) -> int:
         f"({args.neighbouring}). Mechanism: {args.mechanism}. Total ε = {args.epsilon:g}, "
         "δ = 0.\n"
     )
-    idata = pymc_dp.sample(
-        args.draws,
-        model=model,
-        epsilon=args.epsilon,
-        mechanism=args.mechanism,
-        neighbouring=args.neighbouring,
+    idata = _private_sample(
+        args,
+        model,
         chains=args.chains,
         cores=args.cores,
-        random_seed=args.seed,
-        progressbar=not args.no_progressbar,
-        compute_convergence_checks=False,
         **({} if args.mechanism == "ops" else {"tune": args.tune}),
     )
     reference = exact_conjugate_posterior(
@@ -216,19 +225,8 @@ def _run_hmm(args: argparse.Namespace) -> int:
         f"K = {args.states} states.\nPrivacy unit: one stop ({args.neighbouring}). "
         f"Mechanism: {args.mechanism}. Total ε = {args.epsilon:g}, δ = 0.\n"
     )
-    idata = pymc_dp.sample(
-        args.draws,
-        model=model,
-        epsilon=args.epsilon,
-        mechanism=args.mechanism,
-        neighbouring=args.neighbouring,
-        projection=args.projection,
-        tune=args.tune,
-        chains=chains,
-        cores=1,
-        random_seed=args.seed,
-        progressbar=not args.no_progressbar,
-        compute_convergence_checks=False,
+    idata = _private_sample(
+        args, model, projection=args.projection, tune=args.tune, chains=chains, cores=1
     )
     ledger = pymc_dp.PrivacyLedger.from_datatree(idata)
     relabelled = relabel_states(idata)

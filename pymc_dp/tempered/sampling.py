@@ -208,9 +208,14 @@ def _keep(idata: xr.DataTree, groups: Sequence[str]) -> xr.DataTree:
     return idata
 
 
-def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
+def _chains_and_sweeps(kwargs, draws: int) -> tuple[int, int]:
+    """(chains, n = chains × (tune + draws)) with PyMC's default tune; sets both in kwargs."""
     chains = int(kwargs.setdefault("chains", 1))
-    n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
+    return chains, chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
+
+
+def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
+    chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
     weight = run.analysis.sweep_weight()
     temperature = max(1.0, n_sweeps * weight / epsilon)
     total = n_sweeps * weight / temperature
@@ -256,8 +261,7 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
 
 def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     _refuse_leaky_options(kwargs)
-    chains = int(kwargs.setdefault("chains", 1))
-    n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
+    chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
     delta = run.analysis.record_delta()
     temperature = max(1.0, ops_temperature(delta, epsilon / chains))
     total = chains * 2 * delta / temperature
@@ -313,8 +317,7 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
     if "proposal_scale" not in kwargs:
         raise ValueError("mechanism='metropolis' needs a public, fixed proposal_scale")
     proposal_scale = kwargs.pop("proposal_scale")
-    chains = int(kwargs.setdefault("chains", 1))
-    n_steps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
+    chains, n_steps = _chains_and_sweeps(kwargs, draws)
     bound = run.analysis.record_delta()
     if release == "chain":
         if not 0 < delta < 1:
