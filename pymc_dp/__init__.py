@@ -1,12 +1,13 @@
 """pymc_dp: differentially private Bayesian inference for PyMC.
 
 Release Laplace-privatised sufficient statistics once, sample any amount from the resulting
-posterior at no further privacy cost, and carry a privacy ledger inside every trace.
+posterior at no further privacy cost — or release posterior draws at a temperature T — and
+carry a privacy ledger inside every trace.
 """
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_dp import hmm, models, theory
+from pymc_dp import hmm, models, tempered, theory
 from pymc_dp.conjugacy import ConjugateLink, analyse_model
 from pymc_dp.errors import (
     BudgetExceededError,
@@ -23,12 +24,17 @@ from pymc_dp.release import (
     sufficient_statistics_sensitivity,
 )
 from pymc_dp.sampling import private_trace, sample
-from pymc_dp.steps import NaiveBayesHMMGibbs, PrivateConjugateGibbs, PrivateMetropolis
+from pymc_dp.steps import (
+    NaiveBayesHMMGibbs,
+    PrivateConjugateGibbs,
+    PrivateMetropolis,
+    TemperedConjugateGibbs,
+)
 
 __version__ = "0.1.0"
 
 # idempotent registration
-for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs, PrivateMetropolis):
+for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs, PrivateMetropolis, TemperedConjugateGibbs):
     if _step not in STEP_METHODS:
         STEP_METHODS.append(_step)
 
@@ -44,6 +50,7 @@ __all__ = [
     "PrivateConjugateGibbs",
     "PrivateMetropolis",
     "ReleasedStatistics",
+    "TemperedConjugateGibbs",
     "__version__",
     "analyse_model",
     "build_private_model",
@@ -54,5 +61,6 @@ __all__ = [
     "sample",
     "sufficient_statistics",
     "sufficient_statistics_sensitivity",
+    "tempered",
     "theory",
 ]
