@@ -37,6 +37,7 @@ __all__ = [
     "find_conjugate_link",
     "observed_children",
     "record_domain",
+    "refuse_readers_of_observed",
     "reject_imputation",
     "split_parameter",
     "variable_value",
@@ -265,6 +266,26 @@ def reject_imputation(model: pm.Model) -> None:
             )
 
 
+def refuse_readers_of_observed(model: pm.Model) -> None:
+    """Refuse Deterministics, potentials or free variables computed from observed data.
+
+    They would carry raw records (or exact likelihood terms) into the trace or into the
+    samplers of the data-free model.
+    """
+    observed = set(model.observed_RVs)
+    readers = [
+        v.name
+        for v in (*model.deterministics, *model.potentials, *model.free_RVs)
+        if observed & set(ancestors([v]))
+    ]
+    if readers:
+        raise NonPrivateModelError(
+            f"{readers} are computed from observed (private) data: they would reach the trace "
+            "or a non-private sampler. Remove them; compute such quantities from the released "
+            "draws instead."
+        )
+
+
 def observed_children(model: pm.Model, prior_rv: Variable) -> list[Variable]:
     """Observed variables whose distribution depends on ``prior_rv``."""
     return [o for o in model.observed_RVs if prior_rv in ancestors([o])]
@@ -293,7 +314,8 @@ def analyse_model(
 ) -> dict[str, ConjugateLink]:
     """Links for every observed variable of ``model``, validated; or a refusal.
 
-    Checks, in order: no imputed (NaN) observations; every observed variable is a supported
+    Checks, in order: no imputed (NaN) observations; nothing else (Deterministic, potential,
+    free variable) computed from observed data; every observed variable is a supported
     conjugate likelihood; every Beta/Dirichlet prior that feeds a likelihood feeds nothing
     else (no other random variable or potential depends on it), so that its conditional is
     exactly the conjugate posterior; every record lies in its declared domain.
@@ -309,6 +331,7 @@ def analyse_model(
     """
     max_trials = dict(max_trials or {})
     reject_imputation(model)
+    refuse_readers_of_observed(model)
     if not model.observed_RVs:
         raise NonPrivateModelError("the model has no observed variables: nothing is private")
     links = {

@@ -142,7 +142,8 @@ class PrivacyEvent:
         has converged to its target (one posterior sample, Foulds et al. 2016, §4).
     worst_case_epsilon : float or None
         For ``assumes_convergence`` events: the epsilon of the whole chain by sequential
-        composition of every update, which holds without the convergence assumption.
+        composition of every update, which holds without the convergence assumption. None
+        when no such bound exists (private Metropolis: rejections need a δ).
     partition : str
         Non-empty when this release reads only one part of a partition of the records, and
         every other release with the same ``partition`` reads a different part. Parallel

@@ -60,11 +60,11 @@ def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics])
         fgraph.add_output(model_potential(loglik, f"{release.observed}_released"))
     _refuse_remaining_data(fgraph)
     private = model_from_fgraph(fgraph, mutate_fgraph=True)
+    _refuse_surviving_observations(private)
     for prior_name in {r.prior for r in releases}:
         private[prior_name].tag.__dict__[RELEASED_TAG] = [
             r for r in releases if r.prior == prior_name
         ]
-    assert not private.observed_RVs
     return private
 
 
@@ -84,7 +84,18 @@ def data_free_model(model: pm.Model) -> pm.Model:
     for rv in model.observed_RVs:
         fgraph.remove_output(fgraph.outputs.index(memo[rv]))
     _refuse_remaining_data(fgraph)
-    return model_from_fgraph(fgraph, mutate_fgraph=True)
+    free = model_from_fgraph(fgraph, mutate_fgraph=True)
+    _refuse_surviving_observations(free)
+    return free
+
+
+def _refuse_surviving_observations(model: pm.Model) -> None:
+    """An observed variable survives removal when something else still reads it."""
+    if model.observed_RVs:
+        raise NonPrivateModelError(
+            f"{[rv.name for rv in model.observed_RVs]} are still read by other model variables "
+            "(a Deterministic or Potential of observed data): remove those variables"
+        )
 
 
 def _refuse_remaining_data(fgraph) -> None:

@@ -58,7 +58,7 @@ def sample(
     max_trials: Mapping[str, int] | None = None,
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
-    tempering: str = "joint",
+    tempering: str | None = None,
     step: PrivateConjugateGibbs | Sequence[PrivateConjugateGibbs] | None = None,
     model: pm.Model | None = None,
     **kwargs,
@@ -77,8 +77,8 @@ def sample(
     Guarantee: the returned trace is (ε, δ)-DP under ``neighbouring``, with (ε, δ) the
     composition of this run's ledger events. For ``"laplace"`` draws, chains and cores are
     post-processing; for the other mechanisms their cost is in the ledger, and an event flagged
-    ``assumes_convergence`` holds only for a converged chain (``worst_case_epsilon`` always
-    holds).
+    ``assumes_convergence`` holds only for a converged chain (its ``worst_case_epsilon``, when
+    given, holds without that assumption).
 
     Parameters
     ----------

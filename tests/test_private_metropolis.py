@@ -64,7 +64,9 @@ def test_last_release_keeps_one_draw_and_assumes_convergence():
     idata = _sample("last", 1.0)
     (event,) = PrivacyLedger.from_datatree(idata).events
     assert idata["posterior"].sizes["draw"] == 1 and event.assumes_convergence
-    assert event.delta == 0.0 and event.worst_case_epsilon == pytest.approx(250 * event.epsilon)
+    assert event.delta == 0.0 and event.worst_case_epsilon is None  # rejections need a δ
+    with pytest.raises(ValueError, match="spends no δ"):
+        _sample("last", 1.0, delta=1e-6)
 
 
 def test_refusals_and_budget():

@@ -195,17 +195,18 @@ def test_gibbs_exponential_composes_every_sweep_including_tuning():
     assert per_draw.sum() + chains * tune * per_draw.flat[0] == pytest.approx(epsilon)
     for group in ("observed_data", "constant_data", "log_likelihood"):
         assert group not in idata.children
-    lp = idata["sample_stats"]["lp"]  # NUTS on the hyperprior sees the data-free model only
-    assert np.isfinite(lp).all()
+    assert "lp" not in idata["sample_stats"]  # no log density of any kind leaves the run
+    assert "likelihood tempered" in event.statistic  # hyperpriors: the default tempering
 
 
 def test_the_chain_targets_the_tempered_joint():
     temperature, tune, draws = 3.0, 300, 3000
     epsilon = 2 * (tune + draws) * 2 * bernoulli_delta(0.05) / temperature
-    idata = pymc_dp.sample(
-        draws, tune=tune, model=_hyper_model(), epsilon=epsilon,
-        mechanism="gibbs-exponential", random_seed=8, **QUIET, chains=2, **_noise(8),
-    )
+    with pytest.warns(UserWarning, match="integrable"):  # fine here: a Gamma(4, 2) hyperprior
+        idata = pymc_dp.sample(
+            draws, tune=tune, model=_hyper_model(), epsilon=epsilon, tempering="joint",
+            mechanism="gibbs-exponential", random_seed=8, **QUIET, chains=2, **_noise(8),
+        )
     assert _only_event(idata).temperature == pytest.approx(temperature)
     with temper(_hyper_model(), temperature, part="joint"):
         reference = pm.sample(3000, tune=1000, chains=2, random_seed=9, **QUIET)
@@ -238,7 +239,7 @@ def test_likelihood_tempering_keeps_the_prior_at_the_same_cost():
 
 def test_likelihood_tempering_samples_hyperpriors_untempered():
     idata = pymc_dp.sample(
-        300, tune=200, chains=2, model=_hyper_model(), epsilon=0.5, tempering="likelihood",
+        300, tune=200, chains=2, model=_hyper_model(), epsilon=0.5,
         mechanism="gibbs-exponential", random_seed=16, **QUIET, **_noise(16),
     )
     temperature = _only_event(idata).temperature
@@ -300,6 +301,43 @@ def test_the_public_seed_alone_never_reproduces_the_noise():
     assert not np.array_equal(chains[0], chains[1])  # chains draw independent noise
 
 
+def test_grouped_normal_and_dirichlet_blocks():
+    rng = np.random.default_rng(17)
+    groups, values = rng.integers(0, 3, 90), rng.normal(0.0, 1.0, 90).clip(-2, 2)
+    choices = rng.integers(0, 3, 90)
+    with pm.Model(coords={"g": ["a", "b", "c"], "k": ["x", "y", "z"]}) as model:
+        mu = pm.TruncatedNormal("mu", 0.0, 1.0, lower=-1.0, upper=1.0, dims="g")
+        pm.Normal("value", mu=mu[groups], sigma=1.0, observed=values)
+        shares = TruncatedDirichlet("shares", np.ones(3), 0.05, dims=("g", "k"))
+        pm.Categorical("choice", p=shares[groups], observed=choices)
+    idata = pymc_dp.sample(
+        20, tune=10, model=model, epsilon=50.0, mechanism="gibbs-exponential",
+        data_bounds={"value": (-2, 2)}, **QUIET, **_noise(17),
+    )
+    event = _only_event(idata)
+    delta = normal_delta(-2, 2, -1, 1, 1.0, grouped=True) + categorical_delta(0.05, 3)
+    assert event.sensitivity == pytest.approx(delta)
+    assert idata["posterior"]["shares"].dims == ("chain", "draw", "g", "k")
+    assert idata["posterior"]["shares"].values.min() >= 0.05
+
+
+def test_nothing_computed_from_the_data_reaches_the_trace():
+    with pm.Model() as model:
+        rate = TruncatedBeta("rate", 1.0, 1.0, 0.1)
+        y = pm.Bernoulli("y", p=rate, observed=OUTCOME)
+        pm.Deterministic("share", y.mean())
+    ledger = PrivacyLedger()
+    for mechanism in ("ops", "gibbs-exponential", "metropolis", "laplace"):
+        with pytest.raises(NonPrivateModelError, match="computed from observed"):
+            pymc_dp.sample(
+                10, model=model, epsilon=1.0, mechanism=mechanism, ledger=ledger,
+                proposal_scale=0.5,
+            )
+    assert len(ledger) == 0  # refused before anything was released
+    with pytest.raises(ValueError, match="callback"):
+        pymc_dp.sample(model=_hyper_model(), epsilon=1.0, mechanism="ops", callback=print)
+
+
 # --- budget, refusals, the step on its own -----------------------------------------------------
 
 
@@ -335,6 +373,10 @@ def test_refusals():
         pymc_dp.sample(model=_model(), epsilon=1.0, mechanism="gibbs-exponential", release="last")
     with pytest.raises(ValueError, match="pure ε-DP"):
         pymc_dp.sample(model=_model(), epsilon=1.0, mechanism="ops", delta=1e-6)
+    with pytest.raises(ValueError, match="at least one draw"):
+        pymc_dp.sample(0, model=_model(), epsilon=1.0, mechanism="ops", release="chain")
+    with pytest.raises(ValueError, match="max_trials is for"):
+        pymc_dp.sample(model=_model(), epsilon=1.0, mechanism="ops", max_trials={"y": 3})
 
 
 def test_the_step_declares_its_cost_and_refuses_bad_temperatures():

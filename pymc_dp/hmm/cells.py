@@ -243,11 +243,11 @@ def _codes(column: pd.Series, domain: Sequence[str], what: str) -> np.ndarray:
             "category (e.g. 'Missing') before counting"
         )
     codes = pd.Index([str(v) for v in domain]).get_indexer(column.astype(str))
-    if np.any(codes < 0):
-        unknown = sorted(set(column.astype(str)[codes < 0]))[:5]
+    if np.any(codes < 0):  # the count only: the values are private
         raise InvalidPrivateDataError(
-            f"{what} has values outside its declared domain (e.g. {unknown}); "
-            "nothing was counted or released"
+            f"{what} has {int(np.sum(codes < 0))} values outside its declared domain "
+            f"{list(domain)[:10]}{'...' if len(domain) > 10 else ''}; nothing was counted or "
+            "released"
         )
     return np.asarray(codes, dtype=np.int64)
 

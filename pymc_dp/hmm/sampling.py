@@ -16,6 +16,7 @@ from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import NaiveBayesHMMSpec
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
+from pymc_dp.tempered.sampling import refuse_leaky_options
 
 __all__ = ["HMM_MECHANISMS", "sample_hmm"]
 
@@ -142,11 +143,7 @@ def _sample_laplace(spec, noisy, draws, method, kwargs):
 
 
 def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs):
-    if kwargs.get("discard_tuned_samples", True) is False:
-        raise ValueError("OPS releases only the last draw; tuning draws cannot be kept")
-    if kwargs.get("compute_convergence_checks"):
-        raise ValueError("OPS cannot report convergence checks: they read every draw")
-    kwargs["compute_convergence_checks"] = False  # warnings computed from all draws would leak
+    refuse_leaky_options(kwargs)
     chains = int(kwargs.get("chains") or 1)
     kwargs["chains"] = chains
     cost = ops_cost(spec.counts.n_categories, spec.lower, epsilon / chains)

@@ -4,9 +4,10 @@ Each assigned block θ_l (a truncated prior and the observed likelihoods that re
 :mod:`pymc_dp.tempered.analysis`) is drawn exactly from Pr(θ_l, θ_¬l, X)^{1/T_l} on its
 truncated space (eq. 19; :mod:`pymc_dp.tempered.updates`). By the exponential mechanism with
 utility log Pr(θ_l, θ_¬l, X), whose sensitivity is Δ_l = Σ_v Δ_v over the block's likelihoods
-(eq. 20, with the prior cancelling as in eq. 9), one such draw is (2Δ_l/T_l)-DP under
-replace-one neighbours. A Dirichlet block is updated by K − 1 exact pair updates (Fang et al.
-2000), each an exponential mechanism of the same cost. The costs of all updates compose.
+(eq. 20, with the prior cancelling as in eq. 9; within a declared ``disjoint`` group only the
+largest Δ_v counts), one such draw is (2Δ_l/T_l)-DP under replace-one neighbours. A Dirichlet
+block is updated by K − 1 exact pair updates (Fang et al. 2000), each an exponential mechanism
+of the same cost. The costs of all updates compose.
 
 How the draws are released decides what is spent, and :func:`pymc_dp.sample` charges it:
 

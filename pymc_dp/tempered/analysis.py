@@ -48,6 +48,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_dp.conjugacy import (
     check_conjugate_dependents,
     record_domain,
+    refuse_readers_of_observed,
     reject_imputation,
     split_parameter,
     variable_value,
@@ -297,6 +298,7 @@ def analyse_tempered_model(
         )
         by_prior.setdefault(prior_rv.name, []).append(likelihood)
         priors[prior_rv.name] = prior_rv
+    refuse_readers_of_observed(model)
     blocks = []
     for name, likelihoods in by_prior.items():
         prior_rv = priors[name]
@@ -424,11 +426,16 @@ def statistics_records(data: np.ndarray, likelihood: str) -> int:
 def _truncation(prior_rv, kind: str, shape, name: str) -> tuple[float, float]:
     bounds = prior_rv.owner.inputs[-1:] if kind == "dirichlet" else prior_rv.owner.inputs[-2:]
     try:
-        values = [float(variable_value(b)) for b in bounds]
+        values = [np.unique(variable_value(b)) for b in bounds]
     except Exception as error:
         raise NonPrivateModelError(
             f"{name}: the truncation of {prior_rv.name} must be a constant (it sets Δ)"
         ) from error
+    if any(v.size != 1 for v in values):
+        raise NonPrivateModelError(
+            f"{name}: {prior_rv.name} needs one truncation for every group and component"
+        )
+    values = [float(v[0]) for v in values]
     if kind == "dirichlet":
         a0 = values[0]
         return a0, 1.0 - (shape[-1] - 1) * a0
@@ -487,6 +494,8 @@ def _probability_statistics(
     """Counts and Δ of a Bernoulli, Binomial, Categorical or Multinomial likelihood."""
     if bounds is not None:
         raise ValueError(f"{name}: data_bounds is for Poisson and Normal likelihoods")
+    if trials_bound is not None and likelihood in ("bernoulli", "categorical"):
+        raise ValueError(f"{name}: max_trials is for Binomial and Multinomial likelihoods")
     prior = LIKELIHOOD_PRIORS[likelihood]
     family = FAMILIES[(prior, likelihood)]
     n_categories = shape[-1] if prior == "dirichlet" else 2

@@ -26,11 +26,13 @@ for all blocks, T = n·W/ε with W the per-record cost of one sweep at T = 1
 ``mechanism="metropolis"`` — private Metropolis (App. C.1, Theorem C.1), see
 :mod:`pymc_dp.steps.private_metropolis`.
 
-``tempering="joint"`` (default) tempers prior and likelihood, Pr(θ, X)^{1/T} (Foulds eq. 10,
-14); ``tempering="likelihood"`` tempers the likelihood only, π(θ)·Pr(X | θ)^{1/T} (the Gibbs
+``tempering="joint"`` tempers prior and likelihood, Pr(θ, X)^{1/T} (Foulds eq. 10, 14);
+``tempering="likelihood"`` tempers the likelihood only, π(θ)·Pr(X | θ)^{1/T} (the Gibbs
 posterior of Minami et al. 2016). Both are the exponential mechanism with the same Δ and cost
 (the prior is a data-independent base measure); the second keeps informative priors and
-hyperpriors from being flattened by a large T.
+hyperpriors from being flattened by a large T. The default is the paper's joint tempering,
+or the likelihood's when the model has hyperpriors: a hyperprior raised to 1/T may not be
+integrable (explicit joint tempering then warns).
 
 In every case: T is capped at 1 and only what is spent is charged (never a sharpened
 posterior; §2.2 "cap ε at 2Δ"); the whole cost is checked against the budget before anything
@@ -58,7 +60,7 @@ from pymc_dp.tempered.updates import TEMPERING
 from pymc_dp.tempering import temper
 from pymc_dp.theory import ops_temperature
 
-__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "sample_tempered"]
+__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "refuse_leaky_options", "sample_tempered"]
 
 RELEASES = ("last", "chain")
 TEMPERED_MECHANISMS = ("ops", "gibbs-exponential", "metropolis")
@@ -90,7 +92,7 @@ def sample_tempered(
     max_trials: Mapping[str, int] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
     noise_seed: int | None = None,
-    tempering: str = "joint",
+    tempering: str | None = None,
     **kwargs,
 ) -> xr.DataTree:
     """Sample ``model`` privately at temperature T (see the module docstring).
@@ -124,14 +126,15 @@ def sample_tempered(
     if mechanism not in TEMPERED_MECHANISMS:
         raise ValueError(f"mechanism must be one of {TEMPERED_MECHANISMS}, got {mechanism!r}")
     validate_epsilon(epsilon)
-    if tempering not in TEMPERING:
-        raise ValueError(f"tempering must be one of {TEMPERING}, got {tempering!r}")
-    if "step" in kwargs:
-        raise ValueError("pymc_dp.sample assigns the private step itself")
+    if int(draws) < 1:
+        raise ValueError(f"need at least one draw, got {draws!r}")
+    for option in ("step", "callback", "trace"):  # they would see draws that are not released
+        if kwargs.get(option) is not None:
+            raise ValueError(f"pymc_dp.sample does not take {option!r} for this mechanism")
     analysis = analyse_tempered_model(
         model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint
     )
-    run = _Run(model, analysis, ledger, tempering, noise_seed)
+    run = _Run(model, analysis, ledger, _tempering(tempering, analysis), noise_seed)
     if mechanism == "metropolis":
         return _sample_metropolis(run, draws, epsilon, delta, release, kwargs)
     if delta:
@@ -152,6 +155,29 @@ def sample_tempered(
             "mechanism='gibbs-exponential' to release every draw"
         )
     return _sample_converged_ops(run, draws, epsilon, kwargs)
+
+
+def _tempering(tempering: str | None, analysis: TemperedModel) -> str:
+    """The paper's joint tempering unless hyperpriors would be flattened (then likelihood).
+
+    Raised to 1/T, a hyperprior's density can stop being integrable (a HalfCauchy scale with
+    T >= 2 already), leaving OPS a target that does not exist; tempering the likelihood only
+    costs the same.
+    """
+    hyperpriors = bool(analysis.others) or not all(b.constant_prior for b in analysis.blocks)
+    if tempering is None:
+        return "likelihood" if hyperpriors else "joint"
+    if tempering not in TEMPERING:
+        raise ValueError(f"tempering must be one of {TEMPERING}, got {tempering!r}")
+    if tempering == "joint" and hyperpriors:
+        warnings.warn(
+            "tempering='joint' raises the hyperpriors to 1/T: their tempered density may not be "
+            "integrable, and then the chain has no target. tempering='likelihood' costs the "
+            "same.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return tempering
 
 
 @dataclass(frozen=True)
@@ -198,7 +224,16 @@ class _Run:
             )
             idata = pm.sample(draws, step=[step], **kwargs)
         groups = ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats")
-        return _keep(idata, groups)
+        return _without_lp(_keep(idata, groups))
+
+
+def _without_lp(idata: xr.DataTree) -> xr.DataTree:
+    """Drop the ``lp`` statistic: a log density is no estimate, and dropping it keeps any
+    likelihood term out of the trace whatever the model (defence in depth)."""
+    for group in ("sample_stats", "warmup_sample_stats"):
+        if group in idata.children and "lp" in idata[group].data_vars:
+            idata[group] = idata[group].to_dataset().drop_vars("lp")
+    return idata
 
 
 def _keep(idata: xr.DataTree, groups: Sequence[str]) -> xr.DataTree:
@@ -260,7 +295,7 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
 
 
 def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
-    _refuse_leaky_options(kwargs)
+    refuse_leaky_options(kwargs)
     chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
     delta = run.analysis.record_delta()
     temperature = max(1.0, ops_temperature(delta, epsilon / chains))
@@ -284,11 +319,25 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     return _last_draw(idata)
 
 
-def _refuse_leaky_options(kwargs) -> None:
+def refuse_leaky_options(kwargs) -> None:
+    """Refuse ``pm.sample`` options that would expose draws other than the last of each chain.
+
+    Kept tuning draws, convergence checks (and PyMC's warnings, which read every draw), a
+    ``callback`` and a custom ``trace`` backend all see the whole chain while only its last
+    draw is released and charged. Sets ``compute_convergence_checks=False``.
+
+    Raises
+    ------
+    ValueError
+        If one of those options is asked for.
+    """
     if kwargs.get("discard_tuned_samples", True) is False:
         raise ValueError("only the last draw is released: tuning draws cannot be kept")
     if kwargs.get("compute_convergence_checks"):
         raise ValueError("only the last draw is released: convergence checks read every draw")
+    for option in ("callback", "trace"):
+        if kwargs.get(option) is not None:
+            raise ValueError(f"only the last draw is released: {option!r} would see every draw")
     kwargs["compute_convergence_checks"] = False
 
 
@@ -308,8 +357,8 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
       state — a declared assumption, rarely true for a random walk. Total (ε, δ).
     * ``release="last"``: the last draw of each chain at T = 2Δ/(ε/chains); if the chain has
       converged each is an exact tempered-posterior draw costing ε/chains with no δ. Flagged
-      ``assumes_convergence``; ``worst_case_epsilon`` = n·2Δ/T (and the composed δ would be
-      n·Pr(reject)).
+      ``assumes_convergence``, with no ``worst_case_epsilon``: without convergence, Theorem C.1
+      gives no pure-ε bound (rejections are covered only by a δ of n·Pr(reject)).
     """
     release = release or "last"
     if release not in RELEASES:
@@ -325,7 +374,9 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
         temperature = max(1.0, ops_temperature(bound, epsilon / n_steps))
         cost = (n_steps * 2 * bound / temperature, float(delta))
     else:
-        _refuse_leaky_options(kwargs)
+        if delta:
+            raise ValueError("release='last' spends no δ (it assumes convergence): drop delta")
+        refuse_leaky_options(kwargs)
         temperature = max(1.0, ops_temperature(bound, epsilon / chains))
         cost = (chains * 2 * bound / temperature, 0.0)
     run.ledger.check(*cost)
@@ -340,6 +391,8 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
     )
     if release == "chain":
         statistic += f"; assumes Pr(reject) <= {delta / n_steps:.3g} per step"
+    else:
+        statistic += "; no worst case without convergence (rejections need a δ)"
     run.charge(
         "private_metropolis" if release == "chain" else "one_posterior_sample",
         epsilon=cost[0],
@@ -348,8 +401,7 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
         statistic=statistic,
         source=METROPOLIS_SOURCE,
         assumes_convergence=release == "last",
-        worst_case_epsilon=n_steps * 2 * bound / temperature if release == "last" else None,
     )
     if release == "last":
         return _last_draw(idata)
-    return _keep(idata, ("posterior", "sample_stats"))
+    return _without_lp(_keep(idata, ("posterior", "sample_stats")))
