@@ -178,11 +178,12 @@ CELLS = [
         draws the rates. Every update is released (`gibbs-exponential`), so nothing depends
         on convergence, and ArviZ's diagnostics are post-processing of the released draws.
 
-        `tempering="likelihood"` raises only the likelihood to 1/T and keeps the prior as the
-        exponential mechanism's base measure: the same Δ and the same cost as tempering the
-        joint (the prior cancels in the privacy loss, Foulds eq. 9), but the hyperpriors keep
-        their shape. Tempering the joint at T in the hundreds would turn κ's Gamma prior
-        nearly flat, and NUTS then diverges on the hyperparameters.
+        `tempering="likelihood"` (the default when a model has hyperpriors) raises only the
+        likelihood to 1/T and keeps the prior as the exponential mechanism's base measure: the
+        same Δ and the same cost as tempering the joint (the prior cancels in the privacy loss,
+        Foulds eq. 9), but the hyperpriors keep their shape. Tempering the joint at T in the
+        hundreds would turn κ's Gamma prior nearly flat, and NUTS then diverges on the
+        hyperparameters.
         """
     ),
     code(
