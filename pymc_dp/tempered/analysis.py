@@ -395,10 +395,11 @@ def _bounded_likelihood(
     shape = tuple(int(s) for s in model.eval_rv_shapes()[prior_rv.name])
     event_ndim = 1 if kind == "dirichlet" else 0
     if len(shape) != (1 if index is not None else 0) + event_ndim:
+        expected = ("groups",) * (index is not None) + ("categories",) * event_ndim
+        use = "indexed" if index is not None else "direct"
         raise NonPrivateModelError(
-            f"{name}: prior {prior_rv.name} has shape {shape}; expected "
-            f"{'(groups' if index is not None else '('}"
-            f"{', categories' if event_ndim else ''}) for {'indexed' if index else 'direct'} use"
+            f"{name}: prior {prior_rv.name} has shape {shape}; expected ({', '.join(expected)}) "
+            f"for {use} use"
         )
     n_groups = shape[0] if index is not None else 1
     groups = None
@@ -411,14 +412,14 @@ def _bounded_likelihood(
     statistics, delta = _STATISTICS[likelihood](
         name, data, params, model, (lower, upper), grouped, bounds, trials_bound, shape
     )
-    n_records = statistics_records(data, likelihood)
+    n_records = _n_records(data, likelihood)
     if groups is not None and groups.shape != (n_records,):
         raise InvalidPrivateDataError(f"{name}: {groups.size} group labels for {n_records} records")
     table = group_sums(statistics, groups, n_groups)
     return BoundedLikelihood(name, prior_rv.name, likelihood, table, delta, grouped), prior_rv
 
 
-def statistics_records(data: np.ndarray, likelihood: str) -> int:
+def _n_records(data: np.ndarray, likelihood: str) -> int:
     """Number of records of an observed array (rows for a Multinomial)."""
     return int(data.shape[0]) if likelihood == "multinomial" else int(np.asarray(data).size)
 

@@ -8,11 +8,12 @@ by Δ, the largest change of the log-likelihood when one record is replaced (Fou
 one draw of the tempered joint Pr(θ, X)^{1/T} and costs 2Δ/T (the exponential mechanism).
 
 * When the tempered joint factorises into exactly samplable blocks (truncated Beta, Gamma or
-  Normal priors with constant parameters, no other free variable), every draw is an exact,
+  Normal priors, or two-category truncated Dirichlets, with constant parameters and no other
+  free variable), every draw is an exact,
   independent draw: :class:`~pymc_dp.steps.TemperedConjugateGibbs` is run without tuning
   and no convergence is assumed. ``release="last"`` releases one draw per chain at
   ε/chains each; ``release="chain"`` releases every draw at ε/(chains·draws) each.
-* Otherwise (hyperpriors, or a truncated Dirichlet block updated by the Fang et al. kernel)
+* Otherwise (hyperpriors, or a K > 2 truncated Dirichlet block updated by the Fang et al. kernel)
   the draw comes from MCMC: only ``release="last"`` is offered, the last draw of each chain
   is kept, and its event is flagged ``assumes_convergence`` with the ``worst_case_epsilon``
   of composing every update of every sweep, tuning included (the paper's 400ε example).
@@ -38,8 +39,8 @@ In every case: T is capped at 1 and only what is spent is charged (never a sharp
 posterior; §2.2 "cap ε at 2Δ"); the whole cost is checked against the budget before anything
 is sampled (``BudgetExceededError``, nothing drawn); the event is recorded before the trace
 is returned; hyperpriors are sampled by PyMC on the data-free model (:func:`pymc_dp.
-private_model.data_free_model`) tempered at the same T, so no sampler other than the private
-step reads a record, and the trace carries no raw data.
+private_model.data_free_model`; tempered at the same T under joint tempering), so no sampler
+other than the private step reads a record, and the trace carries no raw data (nor ``lp``).
 """
 
 from __future__ import annotations
