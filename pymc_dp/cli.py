@@ -200,14 +200,16 @@ def _mechanism_note(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: 
             f"One exact draw per chain of the posterior at temperature T = "
             f"{event.temperature:.3g} (Δ = {event.sensitivity:.3g} nats, priors truncated at "
             f"{args.truncation:g}; Foulds et al. 2016, §3.1). No convergence is assumed. One "
-            f"draw varies like a posterior draw from about n/T = {n / event.temperature:,.0f} "
-            "records (asymptotic relative efficiency 1 + T against 2 for Laplace, §3.3)."
+            f"draw varies like a posterior draw from 1/T of the records (n/T = "
+            f"{n / event.temperature:,.0f} of {n:,}; asymptotic relative efficiency 1 + T "
+            "against 2 for Laplace, §3.3)."
         )
     return (
         f"Every draw is released: all sweeps of all chains, tuning included, compose at "
         f"temperature T = {event.temperature:.3g} (Foulds et al. 2016, §4.1). The draws come "
-        f"from a posterior flattened by T, as if from about n/T = {n / event.temperature:,.1f} "
-        "records: with this many sweeps, little is learned at this ε."
+        f"from a posterior flattened by T, as if from 1/T of the records (n/T = "
+        f"{n / event.temperature:,.1f} of {n:,}): with this many sweeps, little is learned at "
+        "this ε."
     )
 
 
