@@ -35,6 +35,7 @@ __all__ = [
     "analyse_model",
     "check_conjugate_dependents",
     "find_conjugate_link",
+    "is_data",
     "observed_children",
     "record_domain",
     "refuse_readers_of_observed",
@@ -124,7 +125,7 @@ def variable_value(variable: Variable) -> np.ndarray:
     return np.asarray(variable.eval())
 
 
-def _is_data(variable: Variable, model: pm.Model) -> bool:
+def is_data(variable: Variable, model: pm.Model) -> bool:
     """True if ``variable`` depends on no random variable (only constants and data)."""
     random = set(model.basic_RVs)
     return not any(a in random for a in ancestors([variable]))
@@ -151,7 +152,7 @@ def split_parameter(param: Variable, model: pm.Model, observed: str):
     param = _strip_expand_dims(param)
     node = param.owner
     if node is not None and isinstance(node.op, AdvancedSubtensor):
-        if len(node.inputs) == 2 and _is_data(node.inputs[1], model):
+        if len(node.inputs) == 2 and is_data(node.inputs[1], model):
             return node.inputs[0], node.inputs[1]
         raise NonPrivateModelError(
             f"{observed}: its probability is indexed by something other than one constant "
@@ -233,7 +234,7 @@ def record_domain(likelihood, params, n_categories, max_trials, model, name) -> 
     if likelihood not in {"binomial", "multinomial"}:
         return RecordDomain(n_categories=n_categories)
     trials_var = params[0]
-    if not _is_data(trials_var, model):
+    if not is_data(trials_var, model):
         raise NonPrivateModelError(f"{name}: the number of trials must be data, not random")
     trials = variable_value(trials_var)
     if trials.ndim == 0 or trials.size == 1:

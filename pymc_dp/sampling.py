@@ -28,17 +28,11 @@ from pymc_dp.release import ReleasedStatistics, release_all
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.tempered.sampling import sample_tempered
+from pymc_dp.traces import SAFE_GROUPS, keep_groups
 
 __all__ = ["MECHANISMS", "RELEASED_GROUP", "SAFE_GROUPS", "private_trace", "sample"]
 
 MECHANISMS: tuple[str, ...] = ("laplace", "ops", "gibbs-exponential", "metropolis")
-SAFE_GROUPS: tuple[str, ...] = (
-    "posterior",
-    "sample_stats",
-    "warmup_posterior",
-    "warmup_sample_stats",
-)
-"""Groups of ``pm.sample``'s DataTree that a private trace keeps (none reads raw data)."""
 RELEASED_GROUP = "released_statistics"
 """DataTree group holding the released noisy statistics (public by construction)."""
 
@@ -262,9 +256,7 @@ def private_trace(
     Keeps only :data:`SAFE_GROUPS`; adds group ``released_statistics`` (noisy statistics as
     released, and their projection) and the ledger (:meth:`PrivacyLedger.attach`).
     """
-    for name in list(idata.children):
-        if name not in SAFE_GROUPS:
-            del idata[name]
+    keep_groups(idata)
     idata[RELEASED_GROUP] = released_statistics_dataset(releases, model)
     return ledger.attach(idata)
 

@@ -16,7 +16,7 @@ from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.models.naive_bayes_hmm import NaiveBayesHMMSpec
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
-from pymc_dp.tempered.sampling import refuse_leaky_options
+from pymc_dp.traces import keep_groups, last_draw, refuse_leaky_options
 
 __all__ = ["HMM_MECHANISMS", "sample_hmm"]
 
@@ -130,7 +130,7 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
             temperature=temperature,
         )
     )
-    return _strip(idata, keep_last=False), xr.Dataset()
+    return keep_groups(idata, _KEPT_GROUPS), xr.Dataset()
 
 
 def _sample_laplace(spec, noisy, draws, method, kwargs):
@@ -139,7 +139,7 @@ def _sample_laplace(spec, noisy, draws, method, kwargs):
         step = NaiveBayesHMMGibbs(method=method)
         idata = pm.sample(draws, step=step, **kwargs)
     released = xr.Dataset({"cell_counts": noisy.to_dataarray()})
-    return _strip(idata, keep_last=False), released
+    return keep_groups(idata, _KEPT_GROUPS), released
 
 
 def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs):
@@ -163,15 +163,4 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, 
         neighbouring=neighbouring,
         variables=spec.variable_names,
     )
-    return _strip(idata, keep_last=True), xr.Dataset()
-
-
-def _strip(idata: xr.DataTree, *, keep_last: bool) -> xr.DataTree:
-    """Keep posterior and sample stats only (and only their last draw under OPS)."""
-    for name in list(idata.children):
-        if name not in _KEPT_GROUPS:
-            del idata[name]
-    if keep_last:
-        for name in _KEPT_GROUPS:
-            idata[name] = idata[name].to_dataset().isel(draw=[-1])
-    return idata
+    return last_draw(idata, _KEPT_GROUPS), xr.Dataset()

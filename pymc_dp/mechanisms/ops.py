@@ -22,6 +22,7 @@ from scipy import special
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
 from pymc_dp.likelihood_bounds import bernoulli_delta
+from pymc_dp.tempered.updates import tempered_parameters
 from pymc_dp.theory import ops_temperature
 from pymc_dp.truncated import truncated_beta
 
@@ -38,12 +39,14 @@ SOURCE = "Foulds et al. 2016, §3.1 eq. (10), (14), (15): one posterior sample a
 def tempered_beta_parameters(
     successes, trials, alpha, beta, temperature: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Parameters of Beta(s + α, N − s + β) raised to the power 1/T: ((c − 1)/T + 1) each."""
-    successes, trials = np.asarray(successes, float), np.asarray(trials, float)
-    return (
-        (successes + alpha - 1) / temperature + 1,
-        (trials - successes + beta - 1) / temperature + 1,
-    )
+    """Parameters of Beta(s + α, N − s + β) raised to the power 1/T: ((c − 1)/T + 1) each.
+
+    :func:`pymc_dp.tempered.tempered_parameters` for a Beta block with counts (s, N − s).
+    """
+    successes, trials = np.broadcast_arrays(np.asarray(successes, float), trials)
+    statistics = np.stack([successes, trials - successes], axis=-1).reshape(-1, 2)
+    a, b = tempered_parameters("beta", (alpha, beta), statistics, temperature)
+    return a.reshape(successes.shape), b.reshape(successes.shape)
 
 
 def beta_bernoulli_ops(

@@ -47,6 +47,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.conjugacy import (
     check_conjugate_dependents,
+    is_data,
     record_domain,
     refuse_readers_of_observed,
     reject_imputation,
@@ -457,12 +458,6 @@ def _truncation(prior_rv, kind: str, shape, name: str) -> tuple[float, float]:
     return lower, upper
 
 
-def _is_constant(model: pm.Model, variables: Sequence[Variable]) -> bool:
-    """True if no random variable of ``model`` is an ancestor of ``variables``."""
-    random = set(model.basic_RVs)
-    return not any(a in random for a in ancestors(list(variables)))
-
-
 def prior_parameter_variables(rv: Variable, kind: str) -> tuple[Variable, ...]:
     """A truncated prior's parameter graphs: Beta (α, β), Gamma (α, scale), Normal (μ, σ),
     Dirichlet (α,). Truncation bounds are not included."""
@@ -474,7 +469,7 @@ def _block(model: pm.Model, prior_rv, likelihoods: list[BoundedLikelihood]) -> T
     kind = _prior_kind(prior_rv)
     shape = tuple(int(s) for s in model.eval_rv_shapes()[prior_rv.name])
     parameters = prior_parameter_variables(prior_rv, kind)
-    constant = _is_constant(model, parameters)
+    constant = all(is_data(p, model) for p in parameters)
     if kind == "dirichlet" and not constant:
         raise NonPrivateModelError(
             f"{prior_rv.name}: a TruncatedDirichlet needs a constant alpha (its truncation "
@@ -547,7 +542,7 @@ def _normal_statistics(name, data, params, model, truncation, grouped, bounds, t
         raise ValueError(f"{name}: max_trials is for Binomial and Multinomial likelihoods")
     low, high = _declared_bounds(name, bounds, "values")
     sigma_var = params[1]
-    if any(a in model.basic_RVs for a in ancestors([sigma_var])):
+    if not is_data(sigma_var, model):
         raise NonPrivateModelError(f"{name}: the Normal σ must be a constant (it sets Δ)")
     sigmas = np.unique(variable_value(sigma_var))
     if sigmas.size != 1 or not sigmas[0] > 0:

@@ -60,8 +60,9 @@ from pymc_dp.tempered.analysis import TemperedModel, analyse_tempered_model
 from pymc_dp.tempered.updates import TEMPERING
 from pymc_dp.tempering import temper
 from pymc_dp.theory import ops_temperature
+from pymc_dp.traces import keep_groups, last_draw, refuse_leaky_options
 
-__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "refuse_leaky_options", "sample_tempered"]
+__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "sample_tempered"]
 
 RELEASES = ("last", "chain")
 TEMPERED_MECHANISMS = ("ops", "gibbs-exponential", "metropolis")
@@ -224,8 +225,7 @@ class _Run:
                 noise_seed=self.noise_seed,
             )
             idata = pm.sample(draws, step=[step], **kwargs)
-        groups = ("posterior", "sample_stats", "warmup_posterior", "warmup_sample_stats")
-        return _without_lp(_keep(idata, groups))
+        return _without_lp(keep_groups(idata))
 
 
 def _without_lp(idata: xr.DataTree) -> xr.DataTree:
@@ -234,13 +234,6 @@ def _without_lp(idata: xr.DataTree) -> xr.DataTree:
     for group in ("sample_stats", "warmup_sample_stats"):
         if group in idata.children and "lp" in idata[group].data_vars:
             idata[group] = idata[group].to_dataset().drop_vars("lp")
-    return idata
-
-
-def _keep(idata: xr.DataTree, groups: Sequence[str]) -> xr.DataTree:
-    for name in list(idata.children):
-        if name not in groups:
-            del idata[name]
     return idata
 
 
@@ -292,7 +285,7 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
         statistic=f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})",
         source=OPS_SOURCE,
     )
-    return _keep(idata, ("posterior",))
+    return keep_groups(idata, ("posterior",))
 
 
 def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
@@ -317,35 +310,7 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
         assumes_convergence=True,
         worst_case_epsilon=n_sweeps * run.analysis.sweep_weight() / temperature,
     )
-    return _last_draw(idata)
-
-
-def refuse_leaky_options(kwargs) -> None:
-    """Refuse ``pm.sample`` options that would expose draws other than the last of each chain.
-
-    Kept tuning draws, convergence checks (and PyMC's warnings, which read every draw), a
-    ``callback`` and a custom ``trace`` backend all see the whole chain while only its last
-    draw is released and charged. Sets ``compute_convergence_checks=False``.
-
-    Raises
-    ------
-    ValueError
-        If one of those options is asked for.
-    """
-    if kwargs.get("discard_tuned_samples", True) is False:
-        raise ValueError("only the last draw is released: tuning draws cannot be kept")
-    if kwargs.get("compute_convergence_checks"):
-        raise ValueError("only the last draw is released: convergence checks read every draw")
-    for option in ("callback", "trace"):
-        if kwargs.get(option) is not None:
-            raise ValueError(f"only the last draw is released: {option!r} would see every draw")
-    kwargs["compute_convergence_checks"] = False
-
-
-def _last_draw(idata: xr.DataTree) -> xr.DataTree:
-    """Only the last posterior draw of each chain; sampler statistics read earlier draws."""
-    posterior = idata["posterior"].to_dataset().isel(draw=[-1])
-    return xr.DataTree.from_dict({"posterior": posterior})
+    return last_draw(idata)
 
 
 def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
@@ -404,5 +369,5 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
         assumes_convergence=release == "last",
     )
     if release == "last":
-        return _last_draw(idata)
-    return _without_lp(_keep(idata, ("posterior", "sample_stats")))
+        return last_draw(idata)
+    return _without_lp(keep_groups(idata, ("posterior", "sample_stats")))
