@@ -47,6 +47,10 @@ class CellCounts:
         ``categories[d]`` lists feature d's K_d categories (its public domain).
     noisy : bool
         True once the counts have been privatised (then they are safe to publish).
+
+    Raw counts (``noisy=False``) must be non-negative integers whose per-feature sums agree
+    in every cell: each record contributes exactly one count per feature, which the release's
+    L1 sensitivity 2·D assumes (:func:`validate_counts`). Released counts need only be finite.
     """
 
     counts: np.ndarray
@@ -67,7 +71,13 @@ class CellCounts:
         shape = (len(self.regions), len(self.times), len(self.features), self.max_categories)
         if counts.shape != shape:
             raise ValueError(f"counts has shape {counts.shape}, the labels give {shape}")
-        validate_counts(counts, self.n_categories, allow_negative=self.noisy)
+        validate_counts(
+            counts,
+            self.n_categories,
+            allow_negative=self.noisy,
+            raw=not self.noisy,
+            features=self.features,
+        )
 
     @property
     def n_categories(self) -> np.ndarray:
@@ -120,30 +130,100 @@ class CellCounts:
 
 
 def validate_counts(
-    counts: np.ndarray, n_categories: Sequence[int], *, allow_negative: bool = False
+    counts: np.ndarray,
+    n_categories: Sequence[int],
+    *,
+    allow_negative: bool = False,
+    raw: bool | None = None,
+    features: Sequence[str] | None = None,
 ) -> None:
-    """Check a count tensor: finite, >= 0, zero outside each feature's categories.
+    """Check a count tensor: finite, zero outside each feature's categories and, if raw, counts.
 
-    ``allow_negative`` admits negative entries (released counts before projection).
+    Parameters
+    ----------
+    counts : ndarray, shape (R, T, D, J)
+    n_categories : sequence of int
+        K_d for each of the D features.
+    allow_negative : bool
+        Admit negative entries (released counts before projection). Implies ``raw=False``.
+    raw : bool, optional
+        The counts are the private, unreleased ones (default: ``not allow_negative``). Raw
+        counts must also be non-negative integers, and in every cell (r, t) every feature must
+        sum to the same record total: each record adds exactly one count per feature, which
+        the Laplace release's L1 sensitivity 2·D assumes. Released counts are noisy: they may
+        be fractional and their per-feature sums disagree.
+    features : sequence of str, optional
+        Feature names, to name the features in messages.
 
     Raises
     ------
     InvalidPrivateDataError
-        If an entry is NaN or infinite, negative, or non-zero at a padded category.
+        If an entry is NaN or infinite, negative, or non-zero at a padded category; or, for
+        raw counts, not an integer or inconsistent across features. The messages give numbers
+        of entries or cells, never a value or its position.
     """
+    if raw is None:
+        raw = not allow_negative
+    if raw and allow_negative:
+        raise ValueError("raw counts cannot be negative: pass raw=False for released counts")
     counts = np.asarray(counts)
     if counts.ndim != 4:
-        raise InvalidPrivateDataError(f"counts must be 4-D (R, T, D, J), got {counts.ndim}-D")
-    if counts.size and not np.isfinite(counts.sum()):  # one pass: NaN and ±inf propagate
-        raise InvalidPrivateDataError("counts contain NaN or infinite entries")
-    if not allow_negative and counts.size and counts.min() < 0:
-        raise InvalidPrivateDataError("counts contain negative entries")
+        raise InvalidPrivateDataError(
+            f"counts must be 4-D (R, T, D, J), got {counts.ndim}-D; nothing was released"
+        )
     n_categories = np.asarray(n_categories)
     if n_categories.shape != (counts.shape[2],):
         raise ValueError(f"need one K_d per feature ({counts.shape[2]}), got {n_categories}")
+    if not counts.size:
+        return
+    if not np.isfinite(counts.sum()):  # one pass: NaN and ±inf propagate
+        bad = int(np.sum(~np.isfinite(counts)))
+        raise InvalidPrivateDataError(
+            f"counts contain {bad} NaN or infinite entries; counts must be finite numbers "
+            "(raw counts: numbers of records). Nothing was released"
+        )
+    if not allow_negative and counts.min() < 0:
+        raise InvalidPrivateDataError(
+            f"counts contain {int(np.sum(counts < 0))} negative entries; a count of records is "
+            "at least 0 (only released counts may be negative). Nothing was released"
+        )
     padded = np.arange(counts.shape[3])[None, :] >= n_categories[:, None]
     if padded.any() and np.any(counts[:, :, padded]):
-        raise InvalidPrivateDataError("counts are non-zero at a category outside its feature")
+        raise InvalidPrivateDataError(
+            f"counts are non-zero at a category outside its feature in "
+            f"{int(np.count_nonzero(counts[:, :, padded]))} entries; entries j >= K_d are "
+            "structural zeros. Nothing was released"
+        )
+    if raw:
+        _check_raw_counts(counts, features)
+
+
+def _check_raw_counts(counts: np.ndarray, features: Sequence[str] | None = None) -> None:
+    """Raw counts are integers, and every feature of a cell sums to the cell's record total."""
+    fractional = int(np.count_nonzero(counts != np.floor(counts)))
+    if fractional:
+        raise InvalidPrivateDataError(
+            f"raw counts contain {fractional} non-integer entries; a raw count is a number of "
+            "records. Count the records with cell_counts or cell_counts_from_frame, or mark "
+            "released counts noisy=True. Nothing was released"
+        )
+    totals = counts.sum(axis=3)  # (R, T, D); exact: integers far below 2**53
+    disagree = totals != totals[:, :, :1]  # every feature against the first
+    if disagree.any():
+        names = (
+            list(features) if features is not None else [f"#{d}" for d in range(counts.shape[2])]
+        )
+        odd = [repr(names[d]) for d in np.flatnonzero(disagree.any(axis=(0, 1)))]
+        n_cells = int(np.count_nonzero(disagree.any(axis=2)))
+        raise InvalidPrivateDataError(
+            f"raw counts are inconsistent across features: in {n_cells} "
+            f"cell{'s' if n_cells != 1 else ''}, feature{'s' if len(odd) != 1 else ''} "
+            f"{', '.join(odd)} count a different number of records than feature "
+            f"{names[0]!r}. Each record must take exactly one category of every feature (the "
+            "release's L1 sensitivity 2·D assumes it): map missing values to a declared "
+            "category and count with cell_counts or cell_counts_from_frame. Nothing was "
+            "released"
+        )
 
 
 def cell_counts(
@@ -190,7 +270,10 @@ def cell_counts(
     region, time, records = (np.asarray(a) for a in (region, time, records))
     for name, array in (("region", region), ("time", time), ("records", records)):
         if not np.issubdtype(array.dtype, np.integer):
-            raise InvalidPrivateDataError(f"{name} codes must be integers, got {array.dtype}")
+            raise InvalidPrivateDataError(
+                f"{name} codes must be integers, got {array.dtype}: code the records as "
+                "integer indices into the declared domain; nothing was counted or released"
+            )
     n_features = len(features)
     if records.ndim != 2 or records.shape[1] != n_features:
         raise ValueError(f"records must have shape (N, {n_features}), got {records.shape}")
@@ -202,7 +285,7 @@ def cell_counts(
     n_categories = np.array([len(c) for c in categories], dtype=np.int64)
     width = int(n_categories.max(initial=1))
     counts = np.zeros((n_regions * n_times, n_features, width), dtype=np.int32)
-    row, column = count_records(
+    row, _ = count_records(
         np.ascontiguousarray(region),
         np.ascontiguousarray(time),
         np.ascontiguousarray(records),
@@ -211,20 +294,11 @@ def cell_counts(
         n_categories,
         counts,
     )
-    if row >= 0:
-        what, size = (
-            (f"category of feature {features[column]!r}", n_categories[column])
-            if column < n_features
-            else (("region", n_regions) if column == n_features else ("time", n_times))
-        )
-        code = (
-            records[row, column]
-            if column < n_features
-            else (region, time)[column - n_features][row]
-        )
+    if row >= 0:  # the kernel stops at the first bad code: count them all, name no value
         raise InvalidPrivateDataError(
-            f"{what} code {int(code)} (record {row}) is outside the declared domain "
-            f"0..{size - 1}; nothing was counted or released"
+            _outside_domain_message(
+                region, time, records, n_regions, n_times, features, n_categories
+            )
         )
     return CellCounts(
         counts.reshape(n_regions, n_times, n_features, width).astype(np.float64),
@@ -235,12 +309,33 @@ def cell_counts(
     )
 
 
+def _outside_domain_message(region, time, records, n_regions, n_times, features, n_categories):
+    """Which variables have codes outside the declared domain, and for how many records."""
+    problems = []
+    for what, codes, size in (
+        ("region", region, n_regions),
+        ("time", time, n_times),
+        *((f"feature {name!r}", records[:, d], n_categories[d]) for d, name in enumerate(features)),
+    ):
+        bad = int(np.count_nonzero((codes < 0) | (codes >= size)))
+        if bad:
+            noun = "category" if what.startswith("feature") else "code"
+            problems.append(
+                f"{what}: {bad} record{'s' if bad != 1 else ''} ha{'ve' if bad != 1 else 's'} "
+                f"a {noun} outside the declared domain (codes 0..{size - 1})"
+            )
+    return (
+        "; ".join(problems) + ". Declare every region, time step and category up front, or "
+        "map the records to declared ones before counting; nothing was counted or released"
+    )
+
+
 def _codes(column: pd.Series, domain: Sequence[str], what: str) -> np.ndarray:
     """Integer codes of ``column`` in the declared ``domain``; unknown or missing → error."""
     if column.isna().any():
         raise InvalidPrivateDataError(
             f"{what} has {int(column.isna().sum())} missing values; map them to a declared "
-            "category (e.g. 'Missing') before counting"
+            "category (e.g. 'Missing') before counting; nothing was counted or released"
         )
     codes = pd.Index([str(v) for v in domain]).get_indexer(column.astype(str))
     if np.any(codes < 0):  # the count only: the values are private

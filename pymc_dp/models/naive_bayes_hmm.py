@@ -62,10 +62,13 @@ class NaiveBayesHMMSpec:
         return ("states", "transition", *self.emission_names)
 
     def rebuild(self, counts: CellCounts) -> pm.Model:
-        """The same model on other counts (e.g. the released ones)."""
-        return naive_bayes_hmm(
-            counts, self.n_states, alpha=self.alpha, beta=self.beta, truncation=self.truncation
-        )
+        """The same model on other counts (e.g. the released ones), as a top-level model.
+
+        The new model never nests in the active model context: :func:`pymc_dp.sample` runs
+        inside ``with model:``, and a child of ``model`` would share its variables (PyMC then
+        fails with "Variable name transition already exists").
+        """
+        return _build(counts, self.n_states, self.alpha, self.beta, self.truncation, top_level=True)
 
 
 def hmm_spec_of(model: pm.Model) -> NaiveBayesHMMSpec | None:
@@ -129,6 +132,24 @@ def naive_bayes_hmm(
         If K < 1, alpha or beta is not > 0, M <= 1, a feature is named like a reserved
         dimension, or the grid has fewer than one region or time step.
     """
+    return _build(counts, n_states, alpha, beta, truncation, top_level=False)
+
+
+def _build(
+    counts: CellCounts,
+    n_states: int,
+    alpha: float,
+    beta: float,
+    truncation: float | None,
+    *,
+    top_level: bool,
+) -> pm.Model:
+    """:func:`naive_bayes_hmm`; ``top_level`` ignores any active model context.
+
+    A ``pm.Model`` created while another model is the context becomes that model's child
+    (PyMC's default parent is the enclosing context), sharing its variable names;
+    ``model=None`` makes it a root model whatever the context.
+    """
     if int(n_states) != n_states or n_states < 1:
         raise ValueError(f"n_states must be an integer >= 1, got {n_states!r}")
     n_states = int(n_states)
@@ -151,7 +172,8 @@ def naive_bayes_hmm(
         **{f: list(c) for f, c in zip(counts.features, counts.categories, strict=True)},
     }
     flat_counts = counts.counts.reshape(n_regions * n_times, -1)
-    with pm.Model(coords=coords) as model:
+    parent = {"model": None} if top_level else {}
+    with pm.Model(coords=coords, **parent) as model:
         transition = pm.Dirichlet(
             "transition", a=np.full((n_states + 1, n_states), alpha), dims=("from_state", "state")
         )
