@@ -6,11 +6,17 @@ prints each state's emission profile and the ledger, and writes the trace and tw
 (most frequent state per region and week; emission probabilities per state).
 
 ``pymc-dp stops --epsilon 1.0`` fits, privately, the person-search rate by perceived race and
-the distribution of stop reasons of the Minneapolis stops of 2017, prints the private posterior
-next to the non-private one and the privacy ledger, and writes the trace (netCDF) and a forest
-plot (PNG). ``--mechanism ops`` (one posterior sample per chain) or ``gibbs-exponential``
-(every draw of an exponential-mechanism Gibbs chain) sample truncated priors at a temperature
-T instead of releasing Laplace-noised counts.
+the distribution of stop reasons of the Minneapolis stops of 2017, prints the private
+posterior and the privacy ledger, and writes the private trace (netCDF) and a private forest
+plot (PNG).
+``--mechanism ops`` (one posterior sample per chain) or ``gibbs-exponential`` (every draw of
+an exponential-mechanism Gibbs chain) sample truncated priors at a temperature T instead of
+releasing Laplace-noised counts.
+
+By default nothing computed from the raw records is printed or written. ``--nonprivate-
+comparison`` (data holder only) adds the raw-data posterior of :mod:`pymc_dp.reference`: a
+section headed "NON-PRIVATE — data holder only, do not publish" and a separate figure whose
+file name contains ``NONPRIVATE``.
 """
 
 from __future__ import annotations
@@ -31,8 +37,8 @@ from pymc_dp.datasets import load_mpls_stops
 from pymc_dp.hmm.plots import plot_emissions, plot_modal_states
 from pymc_dp.hmm.relabel import emission_profiles, relabel_states
 from pymc_dp.models import naive_bayes_hmm
-from pymc_dp.reference import exact_conjugate_posterior
-from pymc_dp.stops import RATE, REASON, stops_cells, stops_model
+from pymc_dp.reference import NONPRIVATE_HEADING, exact_conjugate_posterior
+from pymc_dp.stops import HMM_FEATURE_LABELS, RATE, REASON, stops_cells, stops_model
 
 __all__ = ["main"]
 
@@ -57,7 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     stops = commands.add_parser(
         "stops",
         help="private person-search rates by race and stop reasons, Minneapolis 2017",
-        description=(__doc__ or "").strip().splitlines()[2],
+        description=(
+            "Fit, privately, the person-search rate by perceived race and the distribution of "
+            "stop reasons of the Minneapolis police stops of 2017. Prints and writes only "
+            "private results (posterior, released statistics, ledger, trace, figure) unless "
+            "--nonprivate-comparison is given."
+        ),
     )
     stops.add_argument("--epsilon", type=float, default=1.0, help="total ε (default 1.0)")
     stops.add_argument("--draws", type=int, default=1000)
@@ -78,6 +89,13 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=0.01,
         help="a0 of the truncated priors of ops and gibbs-exponential (default 0.01)",
+    )
+    stops.add_argument(
+        "--nonprivate-comparison",
+        action="store_true",
+        help="for the data holder only: reads the raw data, not differentially private, never "
+        "publish. Also prints the non-private posterior under a NON-PRIVATE heading and writes "
+        "stops[_<mechanism>]_forest_NONPRIVATE_comparison.png",
     )
     _add_common_arguments(stops, _run_stops)
     hmm = commands.add_parser(
@@ -152,9 +170,9 @@ def _run_stops(args: argparse.Namespace) -> int:
     stops = load_mpls_stops()
     model = stops_model(stops, args.truncation if tempered else None)
     print(
-        f"Minneapolis police stops, 2017: {len(stops):,} records. Privacy unit: one stop "
-        f"({args.neighbouring}). Mechanism: {args.mechanism}. Total ε = {args.epsilon:g}, "
-        "δ = 0.\n"
+        f"Minneapolis police stops, 2017{_record_count(len(stops), args.neighbouring)}. "
+        f"Privacy unit: one stop ({args.neighbouring}). Mechanism: {args.mechanism}. "
+        f"Total ε = {args.epsilon:g}, δ = 0.\n"
     )
     idata = _private_sample(
         args,
@@ -163,17 +181,18 @@ def _run_stops(args: argparse.Namespace) -> int:
         cores=args.cores,
         **({} if args.mechanism == "ops" else {"tune": args.tune}),
     )
-    reference = exact_conjugate_posterior(
-        stops_model(stops), draws=args.draws, chains=args.chains, rng=args.seed
-    )
     ledger = pymc_dp.PrivacyLedger.from_datatree(idata)
     one_sample = args.mechanism == "ops"
-    print(_comparison(idata, reference, one_sample).to_string())
-    print(
-        "\nThe non-private columns read the raw records: they are for the data holder's "
-        "comparison only and must not be published."
-    )
-    print(_mechanism_note(ledger, args, len(stops)) + "\n")
+    private = _private_table(idata, one_sample)
+    print("\n" + _PRIVATE_HEADINGS[args.mechanism])
+    print(private.to_string())
+    if "released_statistics" in idata.children:
+        print(
+            "released count: the noisy statistic the posterior is conditioned on, clamped at 0 "
+            "(stops with a recorded person-search outcome per race; stops per reason)."
+        )
+    print("\n" + _mechanism_note(ledger, args, len(stops)) + "\n")
+    print("Privacy ledger:")
     print(_ledger_table(ledger).to_string(index=False))
     print(f"Total: ε = {ledger.epsilon:g}, δ = {ledger.delta:g} ({ledger.composition})")
     args.output_dir.mkdir(parents=True, exist_ok=True)
@@ -181,10 +200,63 @@ def _run_stops(args: argparse.Namespace) -> int:
     trace_path = args.output_dir / f"stops{suffix}_trace.nc"
     idata.to_netcdf(trace_path, engine="h5netcdf")
     plot_path = args.output_dir / f"stops{suffix}_forest.png"
-    _forest_plot(idata, reference, plot_path, f"{args.mechanism}, ε={args.epsilon:g}", one_sample)
-    print(f"\nWrote {trace_path} (private trace with ledger) and {plot_path}.")
+    label = _private_label(ledger, args)
+    _rate_figure(idata, plot_path, label, one_sample)
+    print(f"\nWrote {trace_path} (private trace with ledger) and {plot_path} (private figure).")
+    if args.nonprivate_comparison:
+        reference = exact_conjugate_posterior(
+            stops_model(stops), draws=args.draws, chains=args.chains, rng=args.seed
+        )
+        comparison_path = args.output_dir / f"stops{suffix}_forest_NONPRIVATE_comparison.png"
+        _nonprivate_section(private, reference, idata, comparison_path, label, one_sample)
     print(f"Done in {time.perf_counter() - start:.1f} s.")
     return 0
+
+
+_PRIVATE_HEADINGS = {
+    "laplace": "Private posterior (computed only from the released statistics):",
+    "ops": "Private results: the released posterior draws, one per chain:",
+    "gibbs-exponential": "Private posterior (summaries of the released draws):",
+}
+
+
+def _record_count(n: int, neighbouring: str) -> str:
+    """The record count, which is public only when neighbours replace a record."""
+    if neighbouring == "replace-one":
+        return f": {n:,} records (n is public under replace-one)"
+    return " (the number of records is private under add-remove-one and is not shown)"
+
+
+def _private_label(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace) -> str:
+    """What the figure's private values cost: the rates' release, out of the total."""
+    rates = next(e for e in ledger.events if RATE in e.variables)
+    spent = f"ε = {rates.epsilon:g}"
+    if rates.epsilon != ledger.epsilon:
+        spent += f" of total ε = {ledger.epsilon:g}"
+    return f"private, {args.mechanism}, {spent}"
+
+
+def _nonprivate_section(
+    private: pd.DataFrame,
+    reference: xr.DataTree,
+    idata: xr.DataTree,
+    path: Path,
+    label: str,
+    one_sample: bool,
+) -> None:
+    """The data holder's comparison with the raw-data posterior: printed under its own
+    heading and drawn in a separate file whose name says NONPRIVATE."""
+    rule = "=" * 88
+    print(f"\n{rule}\n{NONPRIVATE_HEADING}\n{rule}")
+    print(
+        "Computed from the raw records (pymc_dp.reference.exact_conjugate_posterior): not "
+        "differentially private.\nNothing in this section, nor the figure below, may be "
+        "published or shared."
+    )
+    print(_comparison(private, reference, one_sample).to_string())
+    _rate_figure(idata, path, label, one_sample, reference=reference)
+    print(f"Wrote {path} (NON-PRIVATE comparison figure: do not publish).")
+    print(f"{rule}\nEnd of the NON-PRIVATE section.\n{rule}")
 
 
 def _mechanism_note(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: int) -> str:
@@ -192,7 +264,7 @@ def _mechanism_note(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: 
         return (
             "The private intervals are the posterior given the noisy statistics (Foulds et al. "
             "2016, §3.2): they do not widen for the Laplace noise. Small groups (low released "
-            "n) can be off by several interval widths at small ε."
+            "count) can be off by several interval widths at small ε."
         )
     (event,) = ledger.events
     if args.mechanism == "ops":
@@ -222,9 +294,9 @@ def _run_hmm(args: argparse.Namespace) -> int:
     chains = args.chains if args.chains is not None else (1 if ops else 2)
     model = naive_bayes_hmm(counts, args.states, truncation=args.truncation if ops else None)
     print(
-        f"Minneapolis police stops, 2017: {len(stops):,} records in {n_regions} "
-        f"{args.regions} regions × {n_weeks} ISO weeks, {n_features} features, "
-        f"K = {args.states} states.\nPrivacy unit: one stop ({args.neighbouring}). "
+        f"Minneapolis police stops, 2017{_record_count(len(stops), args.neighbouring)}.\n"
+        f"Cells: {n_regions} {args.regions} regions × {n_weeks} ISO weeks, {n_features} "
+        f"features, K = {args.states} states.\nPrivacy unit: one stop ({args.neighbouring}). "
         f"Mechanism: {args.mechanism}. Total ε = {args.epsilon:g}, δ = 0.\n"
     )
     idata = _private_sample(
@@ -233,7 +305,11 @@ def _run_hmm(args: argparse.Namespace) -> int:
     ledger = pymc_dp.PrivacyLedger.from_datatree(idata)
     relabelled = relabel_states(idata)
     with pd.option_context("display.float_format", "{:.3f}".format):
-        print("Emission profile of each state (posterior mean; relabelled, state 0 most frequent):")
+        what = "mean of the released draws" if ops else "posterior mean"
+        print(
+            f"\nPrivate emission profile of each state ({what}; relabelled, state 0 most "
+            "frequent;\nlast row: share of region-weeks in each state):"
+        )
         print(emission_profiles(relabelled).to_string())
     if ops:
         (event,) = ledger.events
@@ -248,54 +324,92 @@ def _run_hmm(args: argparse.Namespace) -> int:
             "\nThe posterior is given the noisy counts (Foulds et al. 2016, §3.2): its "
             "intervals do not include the Laplace noise."
         )
-    print()
+    print("\nPrivacy ledger:")
     print(_ledger_table(ledger).to_string(index=False))
     print(f"Total: ε = {ledger.epsilon:g}, δ = {ledger.delta:g} ({ledger.composition})")
     args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"hmm_{args.regions}_{args.mechanism}"
     trace_path = args.output_dir / f"{stem}_trace.nc"
     relabelled.to_netcdf(trace_path, engine="h5netcdf")
-    label = f"{args.mechanism}, ε = {args.epsilon:g}, K = {args.states}"
+    label = f"private, {args.mechanism}, ε = {args.epsilon:g}, K = {args.states}"
     states_path = args.output_dir / f"{stem}_states.png"
     plot_modal_states(
         relabelled,
         states_path,
-        f"Most frequent state per {args.regions} and week ({label})",
+        f"Minneapolis police stops 2017: most frequent state per {args.regions} and week\n"
+        f"({label}; states relabelled, 0 most frequent)",
         args.regions,
     )
     emissions_path = args.output_dir / f"{stem}_emissions.png"
-    plot_emissions(relabelled, emissions_path, f"Emission probabilities per state ({label})")
-    print(f"\nWrote {trace_path}, {states_path} and {emissions_path}.")
+    plot_emissions(
+        relabelled,
+        emissions_path,
+        f"Minneapolis police stops 2017: emission probabilities per state, "
+        f"{'released draw' if ops else 'posterior mean'} ({label})",
+        feature_labels=HMM_FEATURE_LABELS,
+    )
+    print(
+        f"\nWrote {trace_path} (private trace with ledger), {states_path} and "
+        f"{emissions_path} (private figures)."
+    )
     print(f"Done in {time.perf_counter() - start:.1f} s.")
     return 0
 
 
-def _comparison(idata: xr.DataTree, reference: xr.DataTree, one_sample: bool) -> pd.DataFrame:
-    """Private vs non-private, one row per parameter: posterior mean and 94% interval, or the
-    released draws (one per chain) under one posterior sample."""
-    exact = az.summary(reference, var_names=[RATE, REASON], ci_prob=_CI, ci_kind="eti")
-    low, high = [c for c in exact.columns if c.startswith("eti")][:2]
+def _private_table(idata: xr.DataTree, one_sample: bool) -> pd.DataFrame:
+    """One row per parameter, from the private trace only: the released count it is
+    conditioned on (Laplace), then the posterior mean and 94% interval, or the released draws
+    (one per chain) under one posterior sample."""
+    index = _parameter_index(idata)
     columns: dict[str, pd.Series] = {}
     if "released_statistics" in idata.children:
-        released = idata["released_statistics"]["person_search_projected"].sum(
-            "person_search_statistic"
-        )
-        groups = released["person_search_group"].values
-        columns["released n"] = pd.Series(
-            released.to_numpy(), index=[f"{RATE}[{g}]" for g in groups]
-        ).round(1)
+        columns["released count"] = _released_counts(idata).round(1)
     if one_sample:
-        columns["private draw(s)"] = _released_draws(idata, exact.index)
+        columns["private draw(s)"] = _released_draws(idata, index)
     else:
         private = az.summary(idata, var_names=[RATE, REASON], ci_prob=_CI, ci_kind="eti")
+        low, high = [c for c in private.columns if c.startswith("eti")][:2]
         columns["private mean"] = private["mean"].astype(float).round(4)
         columns["private 94% CI"] = _interval(private[low], private[high])
         columns["ess_bulk"] = private["ess_bulk"].astype(float).round(0)
         columns["r_hat"] = private["r_hat"].astype(float).round(3)
-    columns["non-private mean"] = exact["mean"].astype(float).round(4)
-    columns["non-private 94% CI"] = _interval(exact[low], exact[high])
-    table = pd.DataFrame({name: col.reindex(exact.index) for name, col in columns.items()})
+    table = pd.DataFrame({name: col.reindex(index) for name, col in columns.items()})
     table.index.name = "parameter"
+    return table
+
+
+def _parameter_index(idata: xr.DataTree) -> pd.Index:
+    names = []
+    for name in (RATE, REASON):
+        array = idata["posterior"][name]
+        (dim,) = (d for d in array.dims if d not in ("chain", "draw"))
+        names += [f"{name}[{label}]" for label in array[dim].values]
+    return pd.Index(names)
+
+
+def _released_counts(idata: xr.DataTree) -> pd.Series:
+    """The released (noisy, clamped) statistics behind each parameter: per race, the stops
+    with a recorded person-search outcome; per reason, the stops with that reason."""
+    released = idata["released_statistics"]
+    search = released["person_search_projected"].sum("person_search_statistic")
+    reasons = released["stop_reason_projected"].sum("stop_reason_group").values
+    labels = idata["posterior"][REASON]["reason"].values
+    values = {
+        f"{RATE}[{g}]": float(v)
+        for g, v in zip(search["person_search_group"].values, search.values, strict=True)
+    }
+    values |= {f"{REASON}[{r}]": float(v) for r, v in zip(labels, reasons, strict=True)}
+    return pd.Series(values)
+
+
+def _comparison(private: pd.DataFrame, reference: xr.DataTree, one_sample: bool) -> pd.DataFrame:
+    """NON-PRIVATE: the private estimates next to the raw-data posterior (mean, 94% interval)."""
+    exact = az.summary(reference, var_names=[RATE, REASON], ci_prob=_CI, ci_kind="eti")
+    low, high = [c for c in exact.columns if c.startswith("eti")][:2]
+    kept = ["private draw(s)"] if one_sample else ["private mean", "private 94% CI"]
+    table = private[kept].copy()
+    table["non-private mean"] = exact["mean"].astype(float).round(4).reindex(table.index)
+    table["non-private 94% CI"] = _interval(exact[low], exact[high]).reindex(table.index)
     return table
 
 
@@ -335,55 +449,112 @@ def _ledger_table(ledger: pymc_dp.PrivacyLedger) -> pd.DataFrame:
     return table.assign(variables=lambda df: df["variables"].map(", ".join))
 
 
-def _forest_plot(
-    idata: xr.DataTree, reference: xr.DataTree, path: Path, label: str, one_sample: bool
+_PLOT_TITLE = "Person-search rate by perceived race, Minneapolis police stops 2017"
+_X_LABEL = (
+    "person-search rate (share of stops with a recorded outcome where the person was searched)"
+)
+_WIDE = 0.5  # a 94% interval wider than this says little: drawn clipped, with its bounds in text
+
+
+def _rate_figure(
+    idata: xr.DataTree,
+    path: Path,
+    label: str,
+    one_sample: bool,
+    reference: xr.DataTree | None = None,
 ) -> None:
-    """Person-search rate by race, private vs non-private (posterior mean, 50% and 94%
-    intervals); under one posterior sample, the released draws instead of a private interval."""
-    if one_sample:
-        _released_draws_plot(idata, reference, path, label)
-        return
-    plot = az.plot_forest(
-        {f"private ({label})": idata, "non-private (raw data)": reference},
-        var_names=[RATE],
-        combined=True,
-        ci_kind="eti",
-        ci_probs=(0.5, _CI),
-        labels=["race"],
-        figure_kwargs={"figsize": (8, 6)},
-    )
-    plot.add_legend("model", loc="upper center", bbox_to_anchor=(0.5, 0.0), ncols=2)
-    figure = plot.viz["figure"].item()
-    figure.suptitle(_PLOT_TITLE + "\n(posterior mean, 50% and 94% intervals)")
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-
-
-_PLOT_TITLE = "Person-search rate by perceived race, Minneapolis stops 2017"
-
-
-def _released_draws_plot(idata: xr.DataTree, reference: xr.DataTree, path: Path, label: str):
+    """Person-search rate by race from the private trace: posterior mean, 50% and 94%
+    intervals, or the released draws under one posterior sample. With ``reference`` (the
+    raw-data posterior), a NON-PRIVATE comparison figure, titled as such."""
     import matplotlib.pyplot as plt
 
-    exact = reference["posterior"][RATE]
-    released = idata["posterior"][RATE]
-    races = list(exact["race"].values)
-    rows = np.arange(len(races))[::-1]
-    quantiles = exact.quantile([0.03, 0.25, 0.75, 0.97], dim=("chain", "draw")).values
-    figure, axis = plt.subplots(figsize=(8, 6))
-    axis.hlines(rows, quantiles[0], quantiles[3], color="C1", linewidth=1)
-    axis.hlines(rows, quantiles[1], quantiles[2], color="C1", linewidth=3)
-    axis.plot(exact.mean(("chain", "draw")), rows, "o", color="C1", mfc="white",
-              label="non-private (raw data): mean, 50% and 94% intervals")
-    for chain in released["chain"].values:
-        axis.plot(released.sel(chain=chain).values.ravel(), rows + 0.2, "x", color="C0",
-                  markersize=8, label=f"private ({label}): released draw" if chain == 0 else None)
-    axis.set_yticks(rows, races)
-    axis.set_xlabel("person-search rate")
-    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=1, frameon=False)
-    axis.set_title(_PLOT_TITLE + "\n(one released draw per chain)")
+    private = idata["posterior"][RATE]
+    races = [str(r) for r in private["race"].values]
+    rows = np.arange(len(races))[::-1].astype(float)
+    offset = 0.15 if reference is not None else 0.0
+    figure, axis = plt.subplots(figsize=(9, 6.5))
+    bands = []  # (quantiles, rows, colour, text above the line?, why the interval is wide)
+    if one_sample:
+        for chain in private["chain"].values:
+            axis.plot(
+                private.sel(chain=chain).values.ravel(),
+                rows + offset,
+                "x",
+                color="C0",
+                markersize=8,
+                label=f"{label}: released draw (one per chain)" if chain == 0 else None,
+            )
+    else:
+        quantiles = _interval_band(axis, private, rows + offset, "C0", f"{label}: posterior")
+        bands.append((quantiles, rows + offset, "C0", True, "few released records"))
+    if reference is not None:
+        exact = reference["posterior"][RATE].sel(race=private["race"].values)
+        quantiles = _interval_band(axis, exact, rows - offset, "C1", "NON-PRIVATE (raw data)")
+        bands.append((quantiles, rows - offset, "C1", False, "few raw records"))
+    ticks = races
+    if "released_statistics" in idata.children:
+        counts = _released_counts(idata)
+        ticks = [f"{r}\nreleased n ≈ {counts[f'{RATE}[{r}]']:,.0f}" for r in races]
+    axis.set_yticks(rows, ticks, fontsize=9)
+    axis.set_ylim(rows.min() - 0.6, rows.max() + 0.6)
+    _zoom(axis, bands, zoom=not one_sample)
+    axis.set_xlabel(_X_LABEL)
+    axis.grid(axis="x", alpha=0.3)
     axis.spines[["top", "right"]].set_visible(False)
+    how = "one released draw per chain" if one_sample else "posterior mean, 50% and 94% intervals"
+    if reference is None:
+        axis.set_title(f"{_PLOT_TITLE}\n{label} ({how})", fontsize=11)
+    else:
+        axis.set_title(f"{_PLOT_TITLE}\nprivate vs non-private ({how})", fontsize=11)
+        figure.suptitle(NONPRIVATE_HEADING, color="red", fontweight="bold", fontsize=13)
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=1, frameon=False)
     figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
+
+
+def _zoom(axis, bands: list, zoom: bool) -> None:
+    """x from 0 to the reach of the informative intervals (the whole [0, 1] for released
+    draws); an interval wider than ``_WIDE`` that the axis clips has its bounds written above
+    (private) or below (comparison) its line."""
+    wide = [q[3] - q[0] > _WIDE for q, *_ in bands]
+    narrow = [q[:, ~w] for (q, *_), w in zip(bands, wide, strict=True)]
+    reach = max((float(q.max()) for q in narrow if q.size), default=1.0)
+    if not zoom or reach > 0.8:
+        axis.set_xlim(0.0, 1.0)
+        return
+    high = min(1.0, reach * 1.15 + 0.01)
+    axis.set_xlim(0.0, high)
+    for (quantiles, rows, colour, above, why), clipped in zip(bands, wide, strict=True):
+        for row in np.flatnonzero(clipped):
+            low, top = quantiles[0, row], quantiles[3, row]
+            if top <= high:
+                continue
+            axis.annotate(
+                f"94% interval [{low:.2f}, {top:.2f}], "
+                f"{'off the axis' if low >= high else 'clipped'}: {why}",
+                (high * 0.02, rows[row]),
+                xytext=(0, 4 if above else -4),
+                textcoords="offset points",
+                va="bottom" if above else "top",
+                fontsize=8,
+                color=colour,
+            )
+
+
+def _interval_band(axis, draws: xr.DataArray, rows: np.ndarray, colour: str, label: str):
+    """Mean (circle), 50% (thick) and 94% (thin) equal-tailed intervals, one row per race."""
+    quantiles = draws.quantile([0.03, 0.25, 0.75, 0.97], dim=("chain", "draw")).values
+    axis.hlines(rows, quantiles[0], quantiles[3], color=colour, linewidth=1)
+    axis.hlines(rows, quantiles[1], quantiles[2], color=colour, linewidth=3)
+    axis.plot(
+        draws.mean(("chain", "draw")).values,
+        rows,
+        "o",
+        color=colour,
+        mfc="white",
+        label=f"{label} mean, 50% and 94% intervals",
+    )
+    return quantiles
 
 
 if __name__ == "__main__":  # pragma: no cover

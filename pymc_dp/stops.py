@@ -26,7 +26,15 @@ from pymc_dp.datasets import MPLS_STOPS_CATEGORIES
 from pymc_dp.distributions import TruncatedBeta, TruncatedDirichlet
 from pymc_dp.hmm.cells import CellCounts, cell_counts_from_frame
 
-__all__ = ["HMM_FEATURES", "RATE", "REASON", "stops_cells", "stops_model", "stops_weeks"]
+__all__ = [
+    "HMM_FEATURES",
+    "HMM_FEATURE_LABELS",
+    "RATE",
+    "REASON",
+    "stops_cells",
+    "stops_model",
+    "stops_weeks",
+]
 
 RATE = "person_search_rate"
 REASON = "stop_reason_probability"
@@ -81,6 +89,15 @@ HMM_FEATURES: tuple[str, ...] = (
     "gender",
 )
 """Record features of the stops HMM; a missing value is the declared category "Missing"."""
+HMM_FEATURE_LABELS: dict[str, str] = {
+    "problem": "stop reason (problem)",
+    "citationIssued": "citation issued",
+    "personSearch": "person searched",
+    "vehicleSearch": "vehicle searched",
+    "race": "perceived race",
+    "gender": "gender",
+}
+"""Readable names of the HMM features, for figures."""
 REGION_COLUMNS = {"precinct": "policePrecinct", "neighborhood": "neighborhood"}
 LOCAL_TIME_ZONE = "America/Chicago"
 

@@ -2,35 +2,84 @@
 
 from __future__ import annotations
 
+import functools
+import re
+
+import arviz as az
+import numpy as np
 import pytest
 import xarray as xr
 from matplotlib import image
 
-from pymc_dp import PrivacyLedger
+import pymc_dp
+from pymc_dp import PrivacyLedger, cli
 from pymc_dp.cli import main
+from pymc_dp.datasets import load_mpls_stops
+from pymc_dp.reference import NONPRIVATE_HEADING, exact_conjugate_posterior
+from pymc_dp.stops import RATE, REASON, stops_model
+
+DRAWS, TUNE, SEED = 200, 50, 3
+FAST = ["--draws", str(DRAWS), "--tune", str(TUNE), "--no-progressbar", "--seed", str(SEED)]
 
 
-def test_stops_job_prints_summary_and_writes_private_outputs(tmp_path, capsys):
-    code = main(
-        [
-            "stops",
-            "--epsilon",
-            "1.0",
-            "--draws",
-            "200",
-            "--tune",
-            "50",
-            "--output-dir",
-            str(tmp_path),
-            "--no-progressbar",
-            "--seed",
-            "3",
-        ]
+@pytest.fixture
+def no_raw_reference(monkeypatch):
+    """Fail if the CLI computes the non-private posterior."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the default CLI must not compute the non-private posterior")
+
+    monkeypatch.setattr(cli, "exact_conjugate_posterior", refuse)
+
+
+@pytest.fixture
+def seeded_noise(monkeypatch):
+    """NumPy Laplace noise from a fixed seed, so that the printed private values are fixed."""
+    sample = functools.partial(
+        pymc_dp.sample, noise_backend="numpy", noise_rng=np.random.default_rng(11)
     )
+    monkeypatch.setattr(pymc_dp, "sample", sample)
+
+
+def _raw_strings() -> dict[str, list[str]]:
+    """What the non-private comparison prints, computed here from the raw data: the
+    non-private posterior means, as the CLI formats them (same draws and seed), and the raw
+    per-race record and search counts (those of 100 or more: unambiguous tokens)."""
+    stops = load_mpls_stops()
+    reference = exact_conjugate_posterior(stops_model(stops), draws=DRAWS, chains=2, rng=SEED)
+    summary = az.summary(reference, var_names=[RATE, REASON], ci_prob=0.94, ci_kind="eti")
+    means = [
+        f"{v:.4f}"
+        for name, v in summary["mean"].astype(float).round(4).items()
+        if "[Missing]" not in name  # no records: its raw posterior is the public prior
+    ]
+    recorded = stops[stops["personSearch"] != "Missing"]
+    counts = recorded.groupby("race", observed=False)["personSearch"].agg(
+        n="size", searched=lambda s: int((s == "YES").sum())
+    )
+    numbers = [int(v) for v in counts.to_numpy().ravel() if v >= 100]
+    return {"means": means, "counts": [f"{v}" for v in numbers] + [f"{v:,}" for v in numbers]}
+
+
+def _token(text: str) -> re.Pattern:
+    """``text`` as a whole number: not part of a longer number."""
+    return re.compile(rf"(?<![\d.,]){re.escape(text)}(?![\d]|[.,]\d)")
+
+
+def test_stops_job_prints_and_writes_only_private_outputs(
+    tmp_path, capsys, no_raw_reference, seeded_noise
+):
+    code = main(["stops", "--epsilon", "0.05", *FAST, "--output-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
-    assert "person_search_rate[Black]" in out and "non-private mean" in out
-    assert "Total: ε = 1, δ = 0" in out
+    assert "person_search_rate[Black]" in out and "private mean" in out
+    assert "released count" in out and "Privacy ledger:" in out
+    assert "Total: ε = 0.05, δ = 0" in out
+    assert "non-private" not in out.lower() and "NONPRIVATE" not in out
+    raw = _raw_strings()
+    for text in raw["means"] + raw["counts"]:
+        assert not _token(text).search(out), f"raw-data value {text} printed"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stops_forest.png", "stops_trace.nc"]
     trace = xr.open_datatree(tmp_path / "stops_trace.nc", engine="h5netcdf")
     ledger = PrivacyLedger.from_datatree(trace)
     assert [e.sensitivity for e in ledger.events] == [2.0, 1.0]
@@ -39,12 +88,50 @@ def test_stops_job_prints_summary_and_writes_private_outputs(tmp_path, capsys):
     assert png.shape[0] > 300 and png.shape[1] > 300 and png.std() > 0.01
 
 
+def test_stops_job_nonprivate_comparison_is_opt_in_and_labelled(tmp_path, capsys, seeded_noise):
+    args = ["stops", "--epsilon", "0.05", *FAST, "--nonprivate-comparison"]
+    code = main([*args, "--output-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert NONPRIVATE_HEADING == "NON-PRIVATE — data holder only, do not publish"
+    assert out.count(NONPRIVATE_HEADING) == 1
+    private, section = out.split(NONPRIVATE_HEADING)
+    assert "non-private" not in private.lower()
+    assert "non-private mean" in section and "End of the NON-PRIVATE section" in section
+    for text in _raw_strings()["means"]:  # the values the default run must not print
+        assert not _token(text).search(private) and _token(text).search(section)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "stops_forest.png",
+        "stops_forest_NONPRIVATE_comparison.png",
+        "stops_trace.nc",
+    ]
+    for name in ("stops_forest.png", "stops_forest_NONPRIVATE_comparison.png"):
+        png = image.imread(tmp_path / name)
+        assert png.shape[0] > 300 and png.std() > 0.01
+
+
+def test_nonprivate_flag_is_documented(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["stops", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert exit_.value.code == 0 and "--nonprivate-comparison" in help_text
+    assert (
+        "for the data holder only: reads the raw data, not differentially private, never "
+        "publish" in help_text
+    )
+
+
 @pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
-def test_stops_job_with_posterior_sampling(tmp_path, capsys, mechanism):
+def test_stops_job_with_posterior_sampling(tmp_path, capsys, no_raw_reference, mechanism):
     args = ["stops", "--mechanism", mechanism, "--epsilon", "2", "--draws", "50", "--tune", "10"]
     code = main([*args, "--output-dir", str(tmp_path), "--no-progressbar"])
     out = capsys.readouterr().out
     assert code == 0 and "Total: ε = 2, δ = 0" in out
+    assert "non-private" not in out.lower() and "released count" not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"stops_{mechanism}_forest.png",
+        f"stops_{mechanism}_trace.nc",
+    ]
     trace = xr.open_datatree(tmp_path / f"stops_{mechanism}_trace.nc", engine="h5netcdf")
     (event,) = PrivacyLedger.from_datatree(trace).events
     assert event.temperature > 1 and "released_statistics" not in trace.children
@@ -59,18 +146,38 @@ def test_stops_job_with_posterior_sampling(tmp_path, capsys, mechanism):
     assert main(["stops", "--mechanism", mechanism, "--neighbouring", "add-remove-one"]) == 2
 
 
+def test_ops_nonprivate_comparison_file_is_separate(tmp_path, capsys):
+    args = ["stops", "--mechanism", "ops", "--nonprivate-comparison", "--no-progressbar"]
+    assert main([*args, "--output-dir", str(tmp_path)]) == 0
+    assert NONPRIVATE_HEADING in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "stops_ops_forest.png",
+        "stops_ops_forest_NONPRIVATE_comparison.png",
+        "stops_ops_trace.nc",
+    ]
+
+
+def test_record_count_is_shown_only_when_public(tmp_path, capsys, no_raw_reference):
+    args = ["stops", "--neighbouring", "add-remove-one", "--draws", "20", "--tune", "10"]
+    assert main([*args, "--output-dir", str(tmp_path), "--no-progressbar"]) == 0
+    out = capsys.readouterr().out
+    assert "51,920" not in out and "51920" not in out
+    assert "number of records is private under add-remove-one" in out
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "stops" in capsys.readouterr().out
 
 
-def test_hmm_job_prints_profiles_and_writes_trace_and_figures(tmp_path, capsys):
+def test_hmm_job_prints_profiles_and_writes_trace_and_figures(tmp_path, capsys, no_raw_reference):
     args = ["hmm", "--epsilon", "5", "--states", "2", "--draws", "20", "--tune", "20"]
     code = main([*args, "--output-dir", str(tmp_path), "--no-progressbar", "--seed", "1"])
     out = capsys.readouterr().out
     assert code == 0
     assert "5 precinct regions × 53 ISO weeks" in out and "(cells)" in out
-    assert "Total: ε = 5, δ = 0" in out
+    assert "Total: ε = 5, δ = 0" in out and "non-private" not in out.lower()
+    assert not [p for p in tmp_path.iterdir() if "NONPRIVATE" in p.name]
     trace = xr.open_datatree(tmp_path / "hmm_precinct_laplace_trace.nc", engine="h5netcdf")
     (event,) = PrivacyLedger.from_datatree(trace).events
     assert (event.mechanism, event.sensitivity) == ("laplace", 12.0)

@@ -6,6 +6,7 @@ and closes it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -51,13 +52,22 @@ def plot_modal_states(
     )
     axis.set_ylabel(region_label)
     colourbar = figure.colorbar(image, ax=axis, ticks=range(n_states), fraction=0.03)
-    colourbar.set_label("state")
+    colourbar.set_label("most frequent state")
     axis.set_title(title)
     return _finish(figure, path)
 
 
-def plot_emissions(idata: xr.DataTree, path: Path | None, title: str) -> Figure:
-    """Posterior mean emission probabilities of every state, one panel per feature (Fig. 5)."""
+def plot_emissions(
+    idata: xr.DataTree,
+    path: Path | None,
+    title: str,
+    feature_labels: Mapping[str, str] | None = None,
+) -> Figure:
+    """Posterior mean emission probabilities of every state, one panel per feature (Fig. 5).
+
+    ``feature_labels`` maps a feature's dim name to the panel title (default: the dim name).
+    """
+    feature_labels = feature_labels or {}
     posterior = idata["posterior"]
     names = [str(n) for n in posterior.data_vars if str(n).startswith("emission_")]
     n_states = posterior.sizes["state"]
@@ -81,10 +91,11 @@ def plot_emissions(idata: xr.DataTree, path: Path | None, title: str) -> Figure:
             )
         axis.set_xticks(x, categories, rotation=40, ha="right", fontsize=8)
         axis.set_ylim(0, 1)
-        axis.set_title(feature, fontsize=10)
+        axis.set_title(feature_labels.get(feature, feature), fontsize=10)
     for axis in axes.ravel()[len(names) :]:
         axis.set_visible(False)
-    axes[0, 0].set_ylabel("P(category | state)")
+    for axis in axes[:, 0]:
+        axis.set_ylabel("P(category | state)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="lower center", ncols=n_states, bbox_to_anchor=(0.5, -0.02))
     figure.suptitle(title)
