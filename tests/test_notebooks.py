@@ -1,45 +1,76 @@
-"""The committed notebooks are executed and match their build scripts (not re-executed here).
+"""The committed notebooks are in sync with their paired scripts and were executed.
 
-Rebuild them with ``python notebooks/build_notebooks.py``,
-``python notebooks/build_hmm_notebook.py``, ``python notebooks/build_theory_notebook.py`` and
-``python notebooks/build_mechanisms_notebook.py``.
+Each ``notebooks/NN_*.ipynb`` is paired by jupytext with a percent-format script of the same
+stem, ``notebooks/NN_*.py`` (header ``formats: ipynb,py:percent``). Edit the ``.py``, then, from
+the repository root, re-sync and re-execute its notebook (top to bottom, in ``notebooks/``,
+kernel ``python3`` = the Python that runs ``jupyter``; outputs and figures are written into the
+``.ipynb``)::
+
+    .venv/bin/jupytext --to ipynb notebooks/NAME.py
+    .venv/bin/jupyter execute --inplace notebooks/NAME.ipynb
+
+and commit both files. (``jupytext --sync notebooks/NAME.py`` instead of ``--to ipynb`` keeps
+the old outputs, for an edit that does not need a re-run, e.g. of a markdown cell.) The
+notebooks are not executed here: that takes minutes.
 """
 
-import importlib.util
-import sys
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-BUILDS = {
-    "01_private_rates_mpls_stops.ipynb": ("build_notebooks.py", 2),
-    "02_private_hmm_mpls_stops.ipynb": ("build_hmm_notebook.py", 3),
-    "03_posterior_sampling_theory.ipynb": ("build_theory_notebook.py", 4),
-    "04_posterior_sampling_mpls_stops.ipynb": ("build_mechanisms_notebook.py", 2),
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+MIN_FIGURES = {
+    "01_private_rates_mpls_stops": 2,
+    "02_private_hmm_mpls_stops": 3,
+    "03_posterior_sampling_theory": 4,
+    "04_posterior_sampling_mpls_stops": 2,
 }
 
 
-def _build_script(name):
-    sys.path.insert(0, str(NOTEBOOKS))  # the HMM builder imports the shared helpers
-    try:
-        spec = importlib.util.spec_from_file_location(name.removesuffix(".py"), NOTEBOOKS / name)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # defines the cells; executes nothing (main() is guarded)
-    finally:
-        sys.path.remove(str(NOTEBOOKS))
-    return module
+def _cells(nb):
+    return [(c.cell_type, c.source) for c in nb.cells]
 
 
-@pytest.mark.parametrize("notebook", list(BUILDS))
-def test_committed_notebook_is_executed_with_figures_and_no_errors(notebook):
-    script, min_figures = BUILDS[notebook]
-    nb = nbformat.read(NOTEBOOKS / notebook, as_version=4)
-    nbformat.validate(nb)
-    assert [c.source for c in nb.cells] == [c.source for c in _build_script(script).CELLS], (
-        f"{notebook} is out of date with notebooks/{script}; rebuild it"
+def _strings(node):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
+def test_every_notebook_is_listed_and_paired():
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(MIN_FIGURES)
+    for stem in MIN_FIGURES:
+        assert (NOTEBOOKS / f"{stem}.py").is_file(), f"notebooks/{stem}.py is missing"
+
+
+@pytest.mark.parametrize("stem", list(MIN_FIGURES))
+def test_notebook_matches_its_script(stem):
+    script = jupytext.read(NOTEBOOKS / f"{stem}.py")
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    assert script.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    assert nb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    assert _cells(nb) == _cells(script), (
+        f"notebooks/{stem}.ipynb is out of sync with notebooks/{stem}.py; re-sync and "
+        f"re-execute it (see this module's docstring)"
     )
+    for metadata in (script.metadata, nb.metadata):
+        assert metadata["kernelspec"]["name"] == "python3"  # whichever Python runs jupyter
+        paths = [s for s in _strings(metadata) if Path(s).is_absolute()]
+        assert not paths, f"machine-specific paths in the metadata of {stem}: {paths}"
+
+
+@pytest.mark.parametrize("stem", list(MIN_FIGURES))
+def test_committed_notebook_is_executed_with_figures_and_no_errors(stem):
+    nb = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code
     counts = [c.execution_count for c in code]
@@ -47,5 +78,5 @@ def test_committed_notebook_is_executed_with_figures_and_no_errors(notebook):
     outputs = [o for c in code for o in c.outputs]
     errors = [o for o in outputs if o.output_type == "error"]
     assert not errors, [f"{o.ename}: {o.evalue}" for o in errors]
-    assert sum("image/png" in o.get("data", {}) for o in outputs) >= min_figures
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= MIN_FIGURES[stem]
     assert "RESULTS_DISCUSSION" not in "".join(c.source for c in nb.cells)
