@@ -7,22 +7,24 @@ carry a privacy ledger inside every trace.
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_dp import hmm, models, tempered, theory
-from pymc_dp.conjugacy import ConjugateLink, analyse_model
+from pymc_dp import analysis, hmm, models, routes, tempered, theory
+from pymc_dp.analysis.conjugate import analyse_model
+from pymc_dp.analysis.rewrite import build_private_model
 from pymc_dp.errors import (
     BudgetExceededError,
     InvalidPrivateDataError,
     NonPrivateModelError,
     PrivacyError,
 )
+from pymc_dp.families.base import ConjugateLink
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
-from pymc_dp.private_model import build_private_model
-from pymc_dp.release import (
+from pymc_dp.mechanisms.statistics import (
     ReleasedStatistics,
     release_sufficient_statistics,
     sufficient_statistics,
     sufficient_statistics_sensitivity,
 )
+from pymc_dp.predictive import sample_posterior_predictive
 from pymc_dp.sampling import private_trace, sample
 from pymc_dp.steps import (
     NaiveBayesHMMGibbs,
@@ -53,12 +55,15 @@ __all__ = [
     "TemperedConjugateGibbs",
     "__version__",
     "analyse_model",
+    "analysis",
     "build_private_model",
     "hmm",
     "models",
     "private_trace",
     "release_sufficient_statistics",
+    "routes",
     "sample",
+    "sample_posterior_predictive",
     "sufficient_statistics",
     "sufficient_statistics_sensitivity",
     "tempered",

@@ -150,6 +150,12 @@ class PrivacyEvent:
         composition then holds. The parts must be defined by a public attribute that a
         neighbouring change cannot move a record across (or neighbours must be add/remove-one);
         otherwise one record can touch two parts, and the group costs twice the maximum.
+    unverified_assumption : str
+        Non-empty when the stated (epsilon, delta) holds only under this assumption, which the
+        mechanism cannot check and its own output may contradict (private Metropolis releasing
+        the chain assumes a bound on every step's rejection probability). Such an event is
+        **not a guarantee**; it is recorded only on explicit opt-in, and
+        :attr:`PrivacyLedger.guaranteed` is False while the ledger holds one.
     time : str
         ISO 8601 UTC time at which the event was recorded (before the value was returned).
     """
@@ -168,6 +174,7 @@ class PrivacyEvent:
     assumes_convergence: bool = False
     worst_case_epsilon: float | None = None
     partition: str = ""
+    unverified_assumption: str = ""
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def __post_init__(self) -> None:
@@ -234,6 +241,11 @@ class PrivacyLedger:
     def delta(self) -> float:
         """Total delta: sequential, and parallel within each declared partition."""
         return _totals(self._events)[1]
+
+    @property
+    def guaranteed(self) -> bool:
+        """False while any event holds only under an ``unverified_assumption``."""
+        return not any(e.unverified_assumption for e in self._events)
 
     def remaining(self) -> tuple[float, float]:
         """(epsilon, delta) left in the budget; ``(inf, 1.0)`` when there is no budget."""
@@ -316,6 +328,7 @@ class PrivacyLedger:
             "total_delta": self.delta,
             "budget_epsilon": self.budget[0] if self.budget else np.nan,
             "budget_delta": self.budget[1] if self.budget else np.nan,
+            "guaranteed": int(self.guaranteed),
             "ledger_json": self.to_json(),
         }
         return xr.Dataset(data_vars, coords={"event": np.arange(len(self._events))}, attrs=attrs)
@@ -355,9 +368,10 @@ class PrivacyLedger:
 
     def __repr__(self) -> str:
         budget = "none" if self.budget is None else f"({self.budget[0]:g}, {self.budget[1]:g})"
+        caveat = "" if self.guaranteed else ", NOT A GUARANTEE (unverified assumption)"
         return (
             f"PrivacyLedger(events={len(self)}, epsilon={self.epsilon:g}, "
-            f"delta={self.delta:g}, budget={budget}, composition={self.composition})"
+            f"delta={self.delta:g}, budget={budget}, composition={self.composition}{caveat})"
         )
 
 

@@ -13,10 +13,14 @@ import xarray as xr
 from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.conjugacy import analyse_model
-from pymc_dp.release import sufficient_statistics
+from pymc_dp.analysis.conjugate import analyse_model
+from pymc_dp.mechanisms.statistics import sufficient_statistics
 
-__all__ = ["exact_conjugate_posterior"]
+__all__ = ["NONPRIVATE_HEADING", "exact_conjugate_posterior"]
+
+NONPRIVATE_HEADING = "NON-PRIVATE — data holder only, do not publish"
+"""Heading of any output that shows this module's results (see ``pymc-dp stops
+--nonprivate-comparison``): files that hold them carry ``NONPRIVATE`` in their name."""
 
 
 def exact_conjugate_posterior(

@@ -31,8 +31,8 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
+from pymc_dp.families.bounds import categorical_delta
 from pymc_dp.ledger import validate_epsilon
-from pymc_dp.likelihood_bounds import categorical_delta
 
 __all__ = [
     "Assumption2Constants",

@@ -40,6 +40,7 @@ from pymc_dp.hmm.gibbs import (
 from pymc_dp.hmm.relabel import emission_profiles, modal_states, relabel_states
 from pymc_dp.mechanisms.laplace import release_laplace
 from pymc_dp.models import naive_bayes_hmm
+from pymc_dp.steps.guard import route_context
 from pymc_dp.theory import ops_temperature
 from pymc_dp.truncated import truncated_beta, truncated_dirichlet_gibbs
 
@@ -74,9 +75,9 @@ def test_cell_counts_match_a_direct_count():
 @pytest.mark.parametrize(
     ("region", "time", "records", "message"),
     [
-        ([0], [3], [[0, 0]], "time code 3"),
-        ([2], [0], [[0, 0]], "region code 2"),
-        ([-1], [0], [[0, 0]], "region code -1"),
+        ([0], [3], [[0, 0]], "time: 1 record has a code outside"),
+        ([2], [0], [[0, 0]], "region: 1 record has a code outside"),
+        ([-1], [0], [[0, 0]], "region: 1 record has a code outside"),
         ([0], [0], [[2, 0]], "feature 'x'"),
         ([0], [0], [[0, 3]], "feature 'y'"),
     ],
@@ -529,8 +530,10 @@ def test_model_rejects_bad_hyperparameters(simulated, kwargs, message):
 
 
 def test_pm_sample_with_the_step_recovers_the_truth_after_relabelling(simulated):
+    # the sampler's mathematics on raw simulated counts (not a private run: route_context is
+    # the internal hook that routes use; users sample raw counts only through pymc_dp.sample)
     model = naive_bayes_hmm(simulated.counts, 2)
-    with model:
+    with model, route_context():
         idata = pm.sample(
             150,
             tune=50,
@@ -554,7 +557,7 @@ def test_pm_sample_with_the_step_recovers_the_truth_after_relabelling(simulated)
 def test_collapsed_and_ffbs_steps_agree(simulated):
     means = {}
     for method in ("ffbs", "collapsed"):
-        with naive_bayes_hmm(simulated.counts, 2):
+        with naive_bayes_hmm(simulated.counts, 2), route_context():
             step = pymc_dp.NaiveBayesHMMGibbs(method=method)
             idata = pm.sample(100, tune=50, chains=1, step=step, progressbar=False, random_seed=4)
         means[method] = np.sort(
@@ -604,13 +607,15 @@ def test_private_ops_trace_keeps_only_the_last_draw(simulated):
         progressbar=False,
         random_seed=7,
     )
-    assert idata["posterior"].sizes["draw"] == 1 and idata["sample_stats"].sizes["draw"] == 1
+    assert idata["posterior"].sizes["draw"] == 1
+    # sampler statistics (and timing) read the unreleased sweeps: not in the trace
+    assert "sample_stats" not in idata.children
+    assert "sampling_time" not in idata["posterior"].attrs
     (event,) = PrivacyLedger.from_datatree(idata).events
     cost = ops_cost([2, 3, 4], 1 / (10 * np.array([2, 3, 4])), 1.0)
     assert event.assumes_convergence and event.epsilon == pytest.approx(2.0)
     assert event.temperature == pytest.approx(cost.temperature)
     assert event.worst_case_epsilon == pytest.approx(ops_worst_case_epsilon(cost, 30, 2))
-    assert float(idata["sample_stats"]["temperature"].max()) == pytest.approx(cost.temperature)
 
 
 def test_ops_refuses_untruncated_models_and_overspending(simulated):

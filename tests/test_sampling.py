@@ -334,7 +334,8 @@ def test_unknown_category_and_group_are_rejected():
         model = pm.Model()
         with model:
             th = pm.Dirichlet("th", np.ones(3))
-            pm.Categorical("reason", p=th, observed=np.array([0, 1, 3]))
+            # 4 records, K = 3: a record-length axis would make the (3,) concentration private
+            pm.Categorical("reason", p=th, observed=np.array([0, 1, 3, 2]))
         return model
 
     _assert_refused(categorical, match="reason")

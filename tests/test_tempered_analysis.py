@@ -93,9 +93,10 @@ def test_disjoint_variables_compose_in_parallel():
 def test_trials_bounds_public_and_private():
     with pm.Model() as model:
         p = TruncatedBeta("p", 1.0, 1.0, 0.1)
-        pm.Binomial("public", n=6, p=p, observed=np.array([1, 4, 6]))
+        pm.Binomial("public", n=6, p=p, observed=np.array([1, 4, 6, 2]))
         q = TruncatedBeta("q", 1.0, 1.0, 0.2)
-        pm.Binomial("private", n=np.array([2, 5, 3]), p=q, observed=np.array([1, 5, 0]))
+        # 4 records (not 3 = K, which would make theta's (3,) concentration record-shaped)
+        pm.Binomial("private", n=np.array([2, 5, 3, 1]), p=q, observed=np.array([1, 5, 0, 1]))
         theta = TruncatedDirichlet("theta", np.ones(3), 0.05)
         pm.Multinomial("votes", n=4, p=theta, observed=np.array([[1, 2, 1], [4, 0, 0]]))
     deltas = {

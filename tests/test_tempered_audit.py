@@ -22,6 +22,7 @@ from pymc_dp.likelihood_bounds import (
     normal_delta,
     poisson_delta,
 )
+from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.private_metropolis import PrivateMetropolis
 from pymc_dp.tempered import tempered_draw
 from pymc_dp.tempering import temper
@@ -122,7 +123,8 @@ def _metropolis_audit(temperature, scale=3.0):
     rng = np.random.default_rng(34)
 
     def steps(outcome):
-        with temper(_metropolis_model(outcome), temperature, part="joint"):
+        # one step's mechanism, audited directly (route_context: the routes' internal hook)
+        with temper(_metropolis_model(outcome), temperature, part="joint"), route_context():
             step = PrivateMetropolis(proposal_scale=scale, rng=rng)
         start = {"rate_interval__": np.array(0.0)}
         values = [step.step(start)[0]["rate_interval__"] for _ in range(N_RUNS)]

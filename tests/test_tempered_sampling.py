@@ -328,7 +328,7 @@ def test_nothing_computed_from_the_data_reaches_the_trace():
         pm.Deterministic("share", y.mean())
     ledger = PrivacyLedger()
     for mechanism in ("ops", "gibbs-exponential", "metropolis", "laplace"):
-        with pytest.raises(NonPrivateModelError, match="computed from observed"):
+        with pytest.raises(NonPrivateModelError, match="reads the observed values"):
             pymc_dp.sample(
                 10, model=model, epsilon=1.0, mechanism=mechanism, ledger=ledger,
                 proposal_scale=0.5,

@@ -24,7 +24,7 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES
-from pymc_dp.release import ReleasedStatistics
+from pymc_dp.mechanisms.statistics import ReleasedStatistics
 
 __all__ = ["RELEASED_TAG", "build_private_model", "data_free_model", "released_statistics_of"]
 
@@ -36,8 +36,12 @@ def _family(release: ReleasedStatistics):
     return next(f for f in FAMILIES.values() if f.name == release.family)
 
 
-def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics]) -> pm.Model:
+def build_private_model(
+    model: pm.Model, releases: Iterable[ReleasedStatistics], public: Iterable[str] = ()
+) -> pm.Model:
     """A clone of ``model`` whose observed likelihoods are replaced by released statistics.
+
+    ``public`` names ``pm.Data`` containers declared public, which may stay in the model.
 
     Raises
     ------
@@ -58,7 +62,7 @@ def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics])
         loglik = _family(release).log_likelihood(prior_var, release.table)
         fgraph.remove_output(fgraph.outputs.index(observed_var))
         fgraph.add_output(model_potential(loglik, f"{release.observed}_released"))
-    _refuse_remaining_data(fgraph)
+    _refuse_remaining_data(fgraph, frozenset(public))
     private = model_from_fgraph(fgraph, mutate_fgraph=True)
     _refuse_surviving_observations(private)
     for prior_name in {r.prior for r in releases}:
@@ -68,8 +72,10 @@ def build_private_model(model: pm.Model, releases: Iterable[ReleasedStatistics])
     return private
 
 
-def data_free_model(model: pm.Model) -> pm.Model:
+def data_free_model(model: pm.Model, public: Iterable[str] = ()) -> pm.Model:
     """A clone of ``model`` without its observed variables (and data only they used).
+
+    ``public`` names ``pm.Data`` containers declared public, which may stay in the model.
 
     Posterior-sampling mechanisms run PyMC's own samplers on this model for the free variables
     that read no data (e.g. hyperpriors): no sampler, ``lp`` statistic or trace group can then
@@ -83,7 +89,7 @@ def data_free_model(model: pm.Model) -> pm.Model:
     fgraph, memo = fgraph_from_model(model)
     for rv in model.observed_RVs:
         fgraph.remove_output(fgraph.outputs.index(memo[rv]))
-    _refuse_remaining_data(fgraph)
+    _refuse_remaining_data(fgraph, frozenset(public))
     free = model_from_fgraph(fgraph, mutate_fgraph=True)
     _refuse_surviving_observations(free)
     return free
@@ -98,18 +104,24 @@ def _refuse_surviving_observations(model: pm.Model) -> None:
         )
 
 
-def _refuse_remaining_data(fgraph) -> None:
-    """Drop data containers nothing uses any more; refuse if one is still used."""
+def _refuse_remaining_data(fgraph, public: frozenset[str]) -> None:
+    """Drop data containers nothing uses any more; refuse if a private one is still used.
+
+    Defence in depth: :func:`pymc_dp.analysis.recognise` refuses such models before any
+    release, so this should never raise on a route.
+    """
     _drop_unused_data(fgraph)
     still_needed = [
         out.owner.op.name
         for out in fgraph.outputs
-        if out.owner is not None and isinstance(out.owner.op, ModelNamed)
+        if out.owner is not None
+        and isinstance(out.owner.op, ModelNamed)
+        and out.owner.op.name not in public
     ]
     if still_needed:
         raise NonPrivateModelError(
-            f"data containers {still_needed} are used outside the private likelihoods; "
-            "pymc_dp treats pm.Data as private. Pass public constants as plain arrays."
+            f"data containers {still_needed} are used outside the private likelihoods and are "
+            "not declared public. Declare public containers with public=[...]."
         )
 
 

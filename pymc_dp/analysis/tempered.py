@@ -6,7 +6,7 @@ how much one record can change the log-likelihood (eq. 9, 13). Δ is finite only
 parameters are truncated and, for counts and continuous data, the data are bounded. This
 module finds, for every observed variable, its *block*: the truncated prior it reads,
 directly (``θ``) or by a constant vector of group labels (``θ[group]``), and computes Δ_v
-in closed form (:mod:`pymc_dp.likelihood_bounds`). The exact sufficient statistics of each
+in closed form (:mod:`pymc_dp.families.bounds`). The exact sufficient statistics of each
 block are kept for the samplers; they are private and are never put into a model graph.
 
 Supported likelihoods, the truncated prior each needs, and the record bound to declare:
@@ -45,21 +45,20 @@ from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.conjugacy import (
+from pymc_dp.analysis.graph import (
     check_conjugate_dependents,
     is_data,
     record_domain,
-    refuse_readers_of_observed,
     reject_imputation,
     split_parameter,
     variable_value,
 )
+from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
 from pymc_dp.families import FAMILIES, group_sums
 from pymc_dp.families.base import reject_out_of_range, require_integers
-from pymc_dp.ledger import compose
-from pymc_dp.likelihood_bounds import (
+from pymc_dp.families.bounds import (
     bernoulli_delta,
     binomial_delta,
     categorical_delta,
@@ -68,6 +67,7 @@ from pymc_dp.likelihood_bounds import (
     poisson_delta,
     private_trials_delta,
 )
+from pymc_dp.ledger import compose
 
 __all__ = [
     "LIKELIHOOD_PRIORS",
@@ -253,6 +253,7 @@ def analyse_tempered_model(
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     max_trials: Mapping[str, int] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
+    inputs: ModelInputs | None = None,
 ) -> TemperedModel:
     """Blocks and bounds of ``model`` for posterior sampling at temperature T, or a refusal.
 
@@ -267,6 +268,9 @@ def analyse_tempered_model(
     disjoint : sequence of sequences of str
         Groups of observed variables whose records are different people (a public split that
         a replaced record cannot cross). Each group composes in parallel.
+    inputs : ModelInputs, optional
+        The model's classified inputs (:func:`pymc_dp.analysis.inputs.classify_inputs`);
+        classified here, with nothing declared public, when not given.
 
     Raises
     ------
@@ -299,7 +303,9 @@ def analyse_tempered_model(
         )
         by_prior.setdefault(prior_rv.name, []).append(likelihood)
         priors[prior_rv.name] = prior_rv
-    refuse_readers_of_observed(model)
+    refuse_private_reads(
+        model, inputs if inputs is not None else classify_inputs(model), observed_names
+    )
     blocks = []
     for name, likelihoods in by_prior.items():
         prior_rv = priors[name]

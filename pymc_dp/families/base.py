@@ -146,3 +146,51 @@ def reject_out_of_range(
             f"{variable}: {int(bad.sum())} {what} outside the declared domain "
             f"[{low}, {'per-record trials' if np.ndim(high) else high}]. Nothing was released."
         )
+
+
+@dataclass(frozen=True, eq=False)
+class ConjugateLink:
+    """An observed variable of a conjugate family, with its private records.
+
+    Found by :func:`pymc_dp.analysis.conjugate.find_conjugate_link`; released by
+    :mod:`pymc_dp.mechanisms.statistics`.
+
+    Attributes
+    ----------
+    observed, prior : str
+        Names of the observed variable and of its Beta/Dirichlet parent.
+    family : ConjugateFamily
+        The conjugate pair.
+    data : ndarray
+        The observed (private) records.
+    groups : ndarray of int or None
+        Group label of each record (private), or None for one group.
+    n_groups : int
+        Number of groups G (the prior's leading dimension; 1 without indexing).
+    domain : RecordDomain
+        Declared domain of one record.
+    truncation : (float, float) or None
+        Bounds (lower, upper) of a truncated Beta prior (``pm.Truncated`` /
+        :func:`pymc_dp.distributions.TruncatedBeta`), else None.
+    """
+
+    observed: str
+    prior: str
+    family: ConjugateFamily
+    data: np.ndarray
+    groups: np.ndarray | None
+    n_groups: int
+    domain: RecordDomain
+    truncation: tuple[float, float] | None = None
+
+    def validate(self) -> None:
+        """Raise :class:`~pymc_dp.InvalidPrivateDataError` if any record is out of domain."""
+        self.family.validate(self.data, self.domain, self.observed)
+        if self.groups is not None:
+            groups = require_integers(self.groups, self.observed, "group labels")
+            reject_out_of_range(groups, 0, self.n_groups - 1, self.observed, "group labels")
+            n_records = self.data.shape[0] if self.data.ndim else 1
+            if groups.shape != (n_records,):
+                raise InvalidPrivateDataError(
+                    f"{self.observed}: {groups.shape[0]} group labels for {n_records} records"
+                )

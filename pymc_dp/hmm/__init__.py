@@ -4,7 +4,7 @@
 * :mod:`~pymc_dp.hmm.gibbs` — FFBS, the collapsed single-site sampler and conjugate updates;
 * :mod:`~pymc_dp.hmm.privacy` — Laplace release of the tensor and OPS temperature and costs;
 * :mod:`~pymc_dp.hmm.relabel` — relabelling of states across chains (post-processing);
-* :mod:`~pymc_dp.hmm.sampling` — the private sampling behind :func:`pymc_dp.sample`.
+* :mod:`~pymc_dp.routes.hmm` — the private sampling behind :func:`pymc_dp.sample`.
 
 The PyMC model is :func:`pymc_dp.models.naive_bayes_hmm`; its step method is
 :class:`pymc_dp.steps.NaiveBayesHMMGibbs`.

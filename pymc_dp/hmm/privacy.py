@@ -32,9 +32,9 @@ import math
 
 import numpy as np
 
+from pymc_dp.families.bounds import categorical_delta
 from pymc_dp.hmm.cells import CellCounts, validate_counts
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
-from pymc_dp.likelihood_bounds import categorical_delta
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
 from pymc_dp.theory import ops_temperature
 
@@ -166,7 +166,7 @@ def emission_lower_bounds(n_categories, truncation: float) -> np.ndarray:
 def feature_deltas(n_categories, lower) -> np.ndarray:
     """Δ_d = log((1 - (K_d - 1)·a0_d) / a0_d) per feature, in nats, shape (D,).
 
-    Each is :func:`pymc_dp.likelihood_bounds.categorical_delta`; a feature with a single
+    Each is :func:`pymc_dp.families.bounds.categorical_delta`; a feature with a single
     category has Δ_d = 0.
 
     Raises
@@ -273,7 +273,7 @@ def record_ops_release(
     if validate_neighbouring(neighbouring) != "replace-one":
         raise ValueError("the HMM OPS release is calibrated for replace-one neighbours only")
     event = PrivacyEvent(
-        mechanism="one_posterior_sample",
+        mechanism="ops",
         epsilon=n_chains * cost.epsilon,
         delta=0.0,
         sensitivity=cost.delta,

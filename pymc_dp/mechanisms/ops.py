@@ -20,9 +20,9 @@ import numpy as np
 from scipy import special
 
 from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.families.bounds import bernoulli_delta
+from pymc_dp.families.tempered import tempered_parameters
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
-from pymc_dp.likelihood_bounds import bernoulli_delta
-from pymc_dp.tempered.updates import tempered_parameters
 from pymc_dp.theory import ops_temperature
 from pymc_dp.truncated import truncated_beta
 
@@ -106,7 +106,7 @@ def beta_bernoulli_ops(
     a, b = tempered_beta_parameters(records.sum(), records.size, alpha, beta, temperature)
     ledger.charge(
         PrivacyEvent(
-            mechanism="one_posterior_sample",
+            mechanism="ops",
             epsilon=2 * delta / temperature,
             delta=0.0,
             sensitivity=delta,

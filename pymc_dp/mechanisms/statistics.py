@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.conjugacy import ConjugateLink
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import group_sums
+from pymc_dp.families.base import ConjugateLink
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
 

@@ -6,19 +6,21 @@ Called by :func:`pymc_dp.sample` when the model was built by
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Mapping
+
 import pymc as pm
 import xarray as xr
 
+from pymc_dp.analysis import Recognised
 from pymc_dp.hmm.privacy import ops_cost, record_ops_release, release_cell_counts
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
-from pymc_dp.mechanisms.laplace import NoiseBackend
-from pymc_dp.models.naive_bayes_hmm import NaiveBayesHMMSpec
+from pymc_dp.ledger import PrivacyEvent, validate_epsilon
+from pymc_dp.routes.base import RunRequest
+from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
-from pymc_dp.traces import keep_groups, last_draw, refuse_leaky_options
+from pymc_dp.traces import RELEASED_GROUP, keep_groups, last_draw, refuse_leaky_options
 
-__all__ = ["HMM_MECHANISMS", "sample_hmm"]
+__all__ = ["HMM_MECHANISMS", "run_hmm"]
 
 EXPONENTIAL_GIBBS_SOURCE = (
     "Foulds et al. 2016, §4.1 eq. (19)-(20), Theorem 1: every Gibbs update is an exponential "
@@ -28,69 +30,82 @@ HMM_MECHANISMS = ("laplace", "ops", "gibbs-exponential")
 _KEPT_GROUPS = ("posterior", "sample_stats")
 
 
-def sample_hmm(
-    spec: NaiveBayesHMMSpec,
-    draws: int,
-    *,
-    epsilon: float,
-    mechanism: str,
-    neighbouring: str,
-    ledger: PrivacyLedger,
-    noise_backend: NoiseBackend = "opendp",
-    noise_rng: np.random.Generator | None = None,
-    hmm_method: str = "ffbs",
-    projection: str = "cell",
-    **kwargs,
-) -> tuple[xr.DataTree, xr.Dataset]:
-    """Sample the HMM privately; returns the stripped trace and the released data.
+def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
+    """Sample a naive-Bayes HMM privately; returns the stripped trace with its releases.
 
     ``mechanism="laplace"``: release the count tensor once (one event, Laplace(2·D/ε)), rebuild
     the model on the noisy counts, and run :class:`NaiveBayesHMMGibbs` on it; every draw,
-    chain and tuning step is post-processing. ``projection`` is ``"cell"`` (clamp each entry at
-    0, as Foulds et al.) or ``"none"`` (keep the unbiased noisy counts; the sampler clamps only
-    per-state sums), see :func:`~pymc_dp.hmm.release_cell_counts`. Released group:
-    ``cell_counts`` (the noisy counts, after the projection).
+    chain and tuning step is post-processing. ``projection`` (a keyword of
+    ``pymc_dp.sample`` for HMMs) is ``"cell"`` (clamp each entry at 0, as Foulds et al.)
+    or ``"none"``, see :func:`~pymc_dp.hmm.release_cell_counts`. Released group: ``cell_counts``.
 
     ``mechanism="ops"``: run :class:`NaiveBayesHMMGibbs` on the raw counts at temperature
     T = max(1, 2Δ/ε_c), ε_c = ε / chains, and keep **only the last draw of each chain**. The
     event (ε = chains·ε_c) says the guarantee assumes convergence and gives the worst-case
-    composed ε of all sweeps, tuning included. The budget is checked before sampling and the
-    event recorded before the trace is returned. Released group: empty.
+    composed ε of all sweeps, tuning included.
+
+    ``mechanism="gibbs-exponential"``: every draw is released, all sweeps compose.
+
+    Every option is checked before anything is released or sampled.
 
     Raises
     ------
     ValueError
         For an unknown mechanism or method, an untruncated model under OPS (Δ = ∞), a model
-        built on already-released counts, or ``discard_tuned_samples=False`` under OPS.
+        built on already-released counts, add/remove-one neighbours with a posterior-sampling
+        mechanism, or options these mechanisms cannot honour.
     BudgetExceededError
         If the release would exceed the budget (nothing is released, nothing is sampled).
     """
+    spec, mechanism, kwargs = recognised.blocks, request.mechanism, request.sample_kwargs
     if mechanism not in HMM_MECHANISMS:
         raise ValueError(f"an HMM is released with one of {HMM_MECHANISMS}, got {mechanism!r}")
-    validate_epsilon(epsilon)
+    if request.step is not None:
+        raise ValueError("a naive-Bayes HMM takes hmm_method='ffbs'|'collapsed', not step")
+    if request.epsilon is None or isinstance(request.epsilon, Mapping):
+        raise ValueError("a naive-Bayes HMM needs one total epsilon (a float)")
+    epsilon = validate_epsilon(request.epsilon)
     if spec.counts.noisy:
         raise ValueError(
             "this model is built on released counts: sample it with pm.sample and "
             "NaiveBayesHMMGibbs (post-processing); its cost is the release's ledger event"
         )
+    method = kwargs.pop("hmm_method", "ffbs")
+    projection = kwargs.pop("projection", "cell")
+    if mechanism != "laplace" and request.neighbouring != "replace-one":
+        raise ValueError(
+            f"the HMM's mechanism={mechanism!r} is calibrated for replace-one neighbours "
+            "(Δ bounds a replaced record). Nothing was sampled."
+        )
+    if mechanism == "ops" and request.release not in (None, "last"):
+        raise ValueError("the HMM's OPS releases the last draw of each chain only")
+    if mechanism == "gibbs-exponential" and request.release not in (None, "chain"):
+        raise ValueError("mechanism='gibbs-exponential' releases the whole chain")
     if mechanism == "laplace":
+        if request.release is not None:
+            raise ValueError("the Laplace path releases statistics once; every draw is free")
         noisy = release_cell_counts(
             spec.counts,
             epsilon,
-            ledger=ledger,
-            neighbouring=neighbouring,
-            backend=noise_backend,
-            rng=noise_rng,
+            ledger=request.ledger,
+            neighbouring=request.neighbouring,
+            backend=request.noise_backend,
+            rng=request.noise_rng,
             variables=spec.variable_names,
             projection=projection,
         )
-        return _sample_laplace(spec, noisy, draws, hmm_method, kwargs)
-    noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
+        idata, released = _sample_laplace(spec, noisy, request.draws, method, kwargs)
+        idata[RELEASED_GROUP] = released
+        return idata
+    noise_seed = noise_seed_from(request.noise_rng)  # the sampler's draws are the privacy noise
+    ledger, neighbouring = request.ledger, request.neighbouring
     if mechanism == "gibbs-exponential":
         return _sample_exponential_gibbs(
-            spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs
+            spec, request.draws, epsilon, neighbouring, ledger, noise_seed, kwargs
         )
-    return _sample_ops(spec, draws, epsilon, neighbouring, ledger, hmm_method, noise_seed, kwargs)
+    return _sample_ops(
+        spec, request.draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs
+    )
 
 
 def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs):
@@ -110,12 +125,12 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
     temperature = max(1.0, n_sweeps * per_sweep_at_one / epsilon)
     total = n_sweeps * per_sweep_at_one / temperature
     ledger.check(total)
-    with spec.rebuild(spec.counts):
+    with spec.rebuild(spec.counts), route_context():
         step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
     ledger.charge(
         PrivacyEvent(
-            mechanism="exponential_mechanism_gibbs",
+            mechanism="gibbs-exponential",
             epsilon=total,
             delta=0.0,
             sensitivity=unit.delta,
@@ -130,7 +145,7 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
             temperature=temperature,
         )
     )
-    return keep_groups(idata, _KEPT_GROUPS), xr.Dataset()
+    return keep_groups(idata, _KEPT_GROUPS)
 
 
 def _sample_laplace(spec, noisy, draws, method, kwargs):
@@ -149,7 +164,7 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, 
     cost = ops_cost(spec.counts.n_categories, spec.lower, epsilon / chains)
     ledger.check(chains * cost.epsilon)
     model = spec.rebuild(spec.counts)
-    with model:
+    with model, route_context():
         step = NaiveBayesHMMGibbs(
             method=method, temperature=cost.temperature, noise_seed=noise_seed
         )
@@ -163,4 +178,4 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, 
         neighbouring=neighbouring,
         variables=spec.variable_names,
     )
-    return last_draw(idata, _KEPT_GROUPS), xr.Dataset()
+    return last_draw(idata)

@@ -2,7 +2,7 @@
 
 Every mechanism here samples the model's posterior at a temperature T >= 1 and is calibrated
 by Δ, the largest change of the log-likelihood when one record is replaced (Foulds et al.
-2016, eq. 9 and 13; :mod:`pymc_dp.tempered.analysis`). Neighbours are replace-one.
+2016, eq. 9 and 13; :mod:`pymc_dp.analysis.tempered`). Neighbours are replace-one.
 
 ``mechanism="ops"`` — one posterior sample (§2.2, §3.1 eq. 10 and 14). Each released draw is
 one draw of the tempered joint Pr(θ, X)^{1/T} and costs 2Δ/T (the exponential mechanism).
@@ -46,29 +46,33 @@ other than the private step reads a record, and the trace carries no raw data (n
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pymc as pm
 import xarray as xr
 
+from pymc_dp.analysis import Recognised
+from pymc_dp.analysis.rewrite import data_free_model
+from pymc_dp.analysis.tempered import TemperedModel
+from pymc_dp.families.tempered import TEMPERING
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
-from pymc_dp.private_model import data_free_model
+from pymc_dp.routes.base import RunRequest
+from pymc_dp.steps.guard import route_context
+from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.steps.private_metropolis import PrivateMetropolis
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
-from pymc_dp.tempered.analysis import TemperedModel, analyse_tempered_model
-from pymc_dp.tempered.updates import TEMPERING
 from pymc_dp.tempering import temper
 from pymc_dp.theory import ops_temperature
 from pymc_dp.traces import keep_groups, last_draw, refuse_leaky_options
 
-__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "sample_tempered"]
+__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "run_tempered"]
 
 RELEASES = ("last", "chain")
 TEMPERED_MECHANISMS = ("ops", "gibbs-exponential", "metropolis")
 OPS_SOURCE = (
     "Foulds et al. 2016, §3.1 eq. (10), (14): one posterior sample at T = 2Δ/ε per draw, "
-    "Δ of eq. (9)/(13) per pymc_dp.likelihood_bounds; sequential composition over draws"
+    "Δ of eq. (9)/(13) per pymc_dp.families.bounds; sequential composition over draws"
 )
 GIBBS_SOURCE = (
     "Foulds et al. 2016, §4.1 eq. (19)-(20), Theorem 1: every Gibbs update is an exponential "
@@ -80,27 +84,13 @@ METROPOLIS_SOURCE = (
 )
 
 
-def sample_tempered(
-    model: pm.Model,
-    draws: int,
-    *,
-    mechanism: str,
-    epsilon: float,
-    delta: float,
-    release: str | None,
-    ledger: PrivacyLedger,
-    neighbouring: str,
-    data_bounds: Mapping[str, tuple[float, float]] | None = None,
-    max_trials: Mapping[str, int] | None = None,
-    disjoint: Sequence[Sequence[str]] = (),
-    noise_seed: int | None = None,
-    tempering: str | None = None,
-    **kwargs,
-) -> xr.DataTree:
-    """Sample ``model`` privately at temperature T (see the module docstring).
+def run_tempered(request: RunRequest, recognised: Recognised) -> xr.DataTree:
+    """Sample the recognised blocks privately at temperature T (see the module docstring).
 
-    ``noise_seed`` is the secret entropy of the private step's draws
-    (:mod:`pymc_dp.steps.noise`); ``random_seed`` in ``kwargs`` alone never reproduces them.
+    The recogniser has already refused and validated; this function checks the options,
+    computes T and the cost, checks the budget, samples, records the event and strips.
+    ``request.noise_rng`` seeds the secret entropy of the private step's draws
+    (:mod:`pymc_dp.steps.noise`); ``random_seed`` alone never reproduces them.
 
     Returns
     -------
@@ -110,35 +100,42 @@ def sample_tempered(
 
     Raises
     ------
-    NonPrivateModelError
-        If the model has no finite Δ (an untruncated prior, undeclared data bounds, ...).
-    InvalidPrivateDataError
-        For records outside their declared domain, before anything is charged.
     ValueError
         For add/remove-one neighbours, an unknown release, ``release="chain"`` with OPS through
-        MCMC, or options a mechanism cannot honour.
+        MCMC, Metropolis ``release="chain"`` without ``assume_rejection_bound=True``, or
+        options a mechanism cannot honour.
     BudgetExceededError
         If the whole cost exceeds the budget (nothing is sampled).
     """
-    if neighbouring != "replace-one":
+    mechanism, epsilon, kwargs = request.mechanism, request.epsilon, request.sample_kwargs
+    if request.neighbouring != "replace-one":
         raise ValueError(
             "posterior sampling at temperature T is calibrated for replace-one neighbours "
             "(Δ bounds a replaced record; n is public)"
         )
     if mechanism not in TEMPERED_MECHANISMS:
         raise ValueError(f"mechanism must be one of {TEMPERED_MECHANISMS}, got {mechanism!r}")
+    if epsilon is None or isinstance(epsilon, Mapping) or request.step is not None:
+        raise ValueError(f"mechanism={mechanism!r} needs one total epsilon and no step")
     validate_epsilon(epsilon)
-    if int(draws) < 1:
-        raise ValueError(f"need at least one draw, got {draws!r}")
+    draws = int(request.draws)
     for option in ("step", "callback", "trace"):  # they would see draws that are not released
         if kwargs.get(option) is not None:
             raise ValueError(f"pymc_dp.sample does not take {option!r} for this mechanism")
-    analysis = analyse_tempered_model(
-        model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint
+    analysis = recognised.blocks
+    run = _Run(
+        request.model,
+        analysis,
+        request.ledger,
+        _tempering(request.tempering, analysis),
+        noise_seed_from(request.noise_rng),
+        request.public,
     )
-    run = _Run(model, analysis, ledger, _tempering(tempering, analysis), noise_seed)
+    release, delta = request.release, request.delta
     if mechanism == "metropolis":
-        return _sample_metropolis(run, draws, epsilon, delta, release, kwargs)
+        return _sample_metropolis(
+            run, draws, epsilon, delta, release, request.assume_rejection_bound, kwargs
+        )
     if delta:
         raise ValueError(f"mechanism={mechanism!r} is pure ε-DP: delta must be 0")
     if mechanism == "gibbs-exponential":
@@ -191,6 +188,7 @@ class _Run:
     ledger: PrivacyLedger
     tempering: str
     noise_seed: int | None
+    public: frozenset[str] = frozenset()
 
     def charge(self, mechanism: str, *, statistic: str, source: str, **fields) -> None:
         """Record the run's event (before the trace is returned)."""
@@ -214,10 +212,10 @@ class _Run:
 
     def private_step_trace(self, temperature: float, draws: int, kwargs) -> xr.DataTree:
         """pm.sample with the tempered step on the blocks and PyMC on the data-free rest."""
-        sampling_model = data_free_model(self.model)
+        sampling_model = data_free_model(self.model, self.public)
         if self.tempering == "joint":  # the hyperpriors' conditional of the tempered joint
             sampling_model = temper(sampling_model, temperature, part="joint")
-        with sampling_model:
+        with sampling_model, route_context():
             step = TemperedConjugateGibbs(
                 temperature=temperature,
                 tempering=self.tempering,
@@ -251,7 +249,7 @@ def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
     run.ledger.check(total)
     idata = run.private_step_trace(temperature, draws, kwargs)
     run.charge(
-        "exponential_mechanism_gibbs",
+        "gibbs-exponential",
         epsilon=total,
         temperature=temperature,
         statistic=(
@@ -279,7 +277,7 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
             warnings.simplefilter("ignore", UserWarning)
         idata = run.private_step_trace(temperature, per_chain, kwargs)
     run.charge(
-        "one_posterior_sample",
+        "ops",
         epsilon=total,
         temperature=temperature,
         statistic=f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})",
@@ -299,7 +297,7 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
         warnings.simplefilter("ignore")
         idata = run.private_step_trace(temperature, draws, kwargs)
     run.charge(
-        "one_posterior_sample",
+        "ops",
         epsilon=total,
         temperature=temperature,
         statistic=(
@@ -313,14 +311,18 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     return last_draw(idata)
 
 
-def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
+def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejection_bound, kwargs):
     """Private Metropolis (Foulds Theorem C.1) at T from the model's Δ; see the module doc.
 
     Every step of every chain counts, tuning included: n = chains × (tune + draws).
 
     * ``release="chain"``: every step is released. Each runs at ε_s = ε/n and T = 2Δ/ε_s and is
       (ε_s, δ/n)-DP **if** its rejection probability is at most δ/n for every dataset and
-      state — a declared assumption, rarely true for a random walk. Total (ε, δ).
+      state — an assumption that cannot be checked and that a random walk's own chain
+      usually contradicts (it rejects far more often than δ/n). Offered only on explicit
+      opt-in (``assume_rejection_bound=True``); the event carries the assumption in
+      ``unverified_assumption`` (so it is not a guarantee) and the released chain's own
+      rejection rate in ``statistic``.
     * ``release="last"``: the last draw of each chain at T = 2Δ/(ε/chains); if the chain has
       converged each is an exact tempered-posterior draw costing ε/chains with no δ. Flagged
       ``assumes_convergence``, with no ``worst_case_epsilon``: without convergence, Theorem C.1
@@ -335,6 +337,16 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
     chains, n_steps = _chains_and_sweeps(kwargs, draws)
     bound = run.analysis.record_delta()
     if release == "chain":
+        if not assume_rejection_bound:
+            raise ValueError(
+                "mechanism='metropolis' with release='chain' is (ε, δ)-DP only if every step "
+                "rejects with probability at most δ/n for every dataset and state, which "
+                "cannot be checked and which a random walk's own chain usually contradicts. "
+                "Use release='last' (one posterior sample), mechanism='gibbs-exponential' to "
+                "release every draw with a guarantee, or opt in with "
+                "assume_rejection_bound=True to record an event that is not a guarantee. "
+                "Nothing was sampled."
+            )
         if not 0 < delta < 1:
             raise ValueError("release='chain' needs the declared δ in (0, 1) (Theorem C.1)")
         temperature = max(1.0, ops_temperature(bound, epsilon / n_steps))
@@ -346,7 +358,8 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
         temperature = max(1.0, ops_temperature(bound, epsilon / chains))
         cost = (chains * 2 * bound / temperature, 0.0)
     run.ledger.check(*cost)
-    with temper(run.model, temperature, part=run.tempering), warnings.catch_warnings():
+    tempered = temper(run.model, temperature, part=run.tempering)
+    with tempered, route_context(), warnings.catch_warnings():
         if release == "last":
             warnings.simplefilter("ignore")
         step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
@@ -355,19 +368,32 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, kwargs):
         f"{'all' if release == 'chain' else 'the last'} of {n_steps} Metropolis steps at "
         f"T = {temperature:.4g}, proposal sd {proposal_scale:g}"
     )
+    assumption = ""
     if release == "chain":
-        statistic += f"; assumes Pr(reject) <= {delta / n_steps:.3g} per step"
+        assumption = (
+            f"Pr(reject) <= {delta / n_steps:.3g} at every step, for every dataset and state"
+        )
+        statistic += f"; the released chain rejected {_rejection_rate(idata):.3g} of its moves"
     else:
         statistic += "; no worst case without convergence (rejections need a δ)"
     run.charge(
-        "private_metropolis" if release == "chain" else "one_posterior_sample",
+        "metropolis" if release == "chain" else "ops",
         epsilon=cost[0],
         delta=cost[1],
         temperature=temperature,
         statistic=statistic,
         source=METROPOLIS_SOURCE,
         assumes_convergence=release == "last",
+        unverified_assumption=assumption,
     )
     if release == "last":
         return last_draw(idata)
     return _without_lp(keep_groups(idata, ("posterior", "sample_stats")))
+
+
+def _rejection_rate(idata: xr.DataTree) -> float:
+    """Share of rejected moves in the released chain (post-processing of released draws)."""
+    stats = idata["sample_stats"].to_dataset()
+    if "accepted" not in stats:
+        return float("nan")
+    return float(1.0 - stats["accepted"].mean())

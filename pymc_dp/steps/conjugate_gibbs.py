@@ -21,18 +21,16 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_dp.conjugacy import (
-    check_conjugate_dependents,
-    find_conjugate_link,
-    observed_children,
-    reject_imputation,
-)
+from pymc_dp.analysis.conjugate import find_conjugate_link
+from pymc_dp.analysis.graph import check_conjugate_dependents, observed_children, reject_imputation
+from pymc_dp.analysis.inputs import classify_inputs, refuse_private_reads
+from pymc_dp.analysis.rewrite import released_statistics_of
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES, ConjugateFamily
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
 from pymc_dp.mechanisms.laplace import NoiseBackend
-from pymc_dp.private_model import released_statistics_of
-from pymc_dp.release import ReleasedStatistics, release_all
+from pymc_dp.mechanisms.statistics import ReleasedStatistics, release_all
+from pymc_dp.steps.guard import check_route, sanctioned
 from pymc_dp.steps.parameters import parameter_function
 from pymc_dp.steps.transforms import forward_transform
 
@@ -71,9 +69,9 @@ class PrivateConjugateGibbs(BlockedStep):
 
     Each assigned variable p must be a Beta or Dirichlet free variable whose observed children
     are Bernoulli/Binomial (Beta) or Categorical/Multinomial (Dirichlet) likelihoods with
-    probability ``p`` or ``p[group]`` (see :mod:`pymc_dp.conjugacy`), and which feeds no other
-    random variable. Prior parameters may depend on other (non-private) free variables: the
-    update reads them from the current point.
+    probability ``p`` or ``p[group]`` (see :mod:`pymc_dp.analysis.conjugate`), and which
+    feeds no other random variable. Prior parameters may depend on other (non-private) free
+    variables: the update reads them from the current point.
 
     At construction (in the parent process, before any chain starts) the step validates the
     records, releases the sufficient statistics of every observed child **once** through the
@@ -84,7 +82,10 @@ class PrivateConjugateGibbs(BlockedStep):
     processes receive only the released statistics).
 
     On a *private model* built by :func:`pymc_dp.sample` the releases already exist and are
-    reused; no epsilon is needed and nothing new is released.
+    reused; no epsilon is needed and nothing new is released. A step built on the user's model
+    (which still holds the raw records) is for ``pymc_dp.sample(step=...)`` only: given to
+    ``pm.sample`` directly it refuses to step (:mod:`pymc_dp.steps.guard`), because
+    ``pm.sample`` would copy the records into ``observed_data``.
 
     Parameters
     ----------
@@ -105,6 +106,8 @@ class PrivateConjugateGibbs(BlockedStep):
     max_trials : dict, optional
         ``{observed name: M}`` bound on trials per record for Binomial/Multinomial children
         with per-record trials.
+    public : sequence of str
+        ``pm.Data`` containers declared public (:mod:`pymc_dp.analysis.inputs`).
     rng, initial_point, compile_kwargs, blocked
         As for PyMC step methods.
 
@@ -143,12 +146,14 @@ class PrivateConjugateGibbs(BlockedStep):
         noise_backend: NoiseBackend = "opendp",
         noise_rng: np.random.Generator | None = None,
         max_trials: Mapping[str, int] | None = None,
+        public: Sequence[str] = (),
         blocked: bool = True,
         rng=None,
         initial_point=None,
         compile_kwargs: dict | None = None,
     ) -> None:
         model = modelcontext(model)
+        self._sanctioned = sanctioned(bool(model.observed_RVs))
         value_vars = (
             get_value_vars_from_user_vars(vars, model)
             if vars is not None
@@ -167,7 +172,7 @@ class PrivateConjugateGibbs(BlockedStep):
                     "epsilon is required: PrivateConjugateGibbs releases the sufficient "
                     f"statistics of {[rv.name for rv in pending]} when it is constructed"
                 )
-            links = _links_of(model, pending, dict(max_trials or {}))
+            links = _links_of(model, pending, dict(max_trials or {}), public)
             self.releases += release_all(
                 links,
                 epsilon,
@@ -186,6 +191,7 @@ class PrivateConjugateGibbs(BlockedStep):
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """Draw every assigned variable from its conjugate posterior (post-processing)."""
+        check_route(self)
         new_point = dict(point)
         for update in self._updates:
             new_point[update.value_name] = update.draw(self.rng, new_point)
@@ -197,8 +203,12 @@ class PrivateConjugateGibbs(BlockedStep):
         return Competence.IDEAL if released_statistics_of(var) else Competence.INCOMPATIBLE
 
 
-def _links_of(model: pm.Model, rvs: Sequence, max_trials: dict):
+def _links_of(model: pm.Model, rvs: Sequence, max_trials: dict, public: Sequence[str]):
     reject_imputation(model)
+    # the one classification of pymc_dp.analysis: nothing but a likelihood reads private data
+    refuse_private_reads(
+        model, classify_inputs(model, public), {rv.name for rv in model.observed_RVs}
+    )
     links = []
     for rv in rvs:
         children = observed_children(model, rv)

@@ -12,6 +12,7 @@ from pymc.util import get_value_vars_from_user_vars
 
 from pymc_dp.hmm.gibbs import HMMData, sweep
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
+from pymc_dp.steps.guard import check_route, sanctioned
 from pymc_dp.steps.noise import SecretNoise
 from pymc_dp.steps.transforms import compile_transforms
 
@@ -115,6 +116,7 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
         self._forward = compile_transforms(model, rvs[1:], "forward")
         self._backward = compile_transforms(model, rvs[1:], "backward")
         self._init_noise(noise_seed, rng, secret=not spec.counts.noisy)
+        self._sanctioned = sanctioned(not spec.counts.noisy)
 
     def _read(self, point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         data = self.data
@@ -131,6 +133,7 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """One full sweep; returns the new point and the sweep's stats."""
+        check_route(self)
         states, emission, transition = sweep(
             self.data,
             *self._read(point),

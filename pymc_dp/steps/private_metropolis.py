@@ -25,6 +25,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_value_vars_from_user_vars
 
+from pymc_dp.steps.guard import check_route, sanctioned
 from pymc_dp.steps.noise import SecretNoise
 
 __all__ = ["PrivateMetropolis"]
@@ -70,6 +71,7 @@ class PrivateMetropolis(SecretNoise, BlockedStep):
         compile_kwargs: dict | None = None,
     ) -> None:
         model = modelcontext(model)
+        self._sanctioned = sanctioned(bool(model.observed_RVs))
         if not (np.isfinite(proposal_scale) and proposal_scale > 0):
             raise ValueError(f"proposal_scale must be finite and > 0, got {proposal_scale!r}")
         self.vars = (
@@ -86,6 +88,7 @@ class PrivateMetropolis(SecretNoise, BlockedStep):
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """One symmetric proposal, accepted with probability min(1, p(θ')/p(θ))."""
+        check_route(self)
         proposal = dict(point)
         for name in self._names:
             value = np.asarray(point[name], dtype=np.float64)

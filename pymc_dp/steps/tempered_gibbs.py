@@ -1,8 +1,8 @@
 """Tempered conjugate Gibbs: every update is an exponential mechanism (Foulds et al. 2016, §4.1).
 
 Each assigned block θ_l (a truncated prior and the observed likelihoods that read it, see
-:mod:`pymc_dp.tempered.analysis`) is drawn exactly from Pr(θ_l, θ_¬l, X)^{1/T_l} on its
-truncated space (eq. 19; :mod:`pymc_dp.tempered.updates`). By the exponential mechanism with
+:mod:`pymc_dp.analysis.tempered`) is drawn exactly from Pr(θ_l, θ_¬l, X)^{1/T_l} on its
+truncated space (eq. 19; :mod:`pymc_dp.families.tempered`). By the exponential mechanism with
 utility log Pr(θ_l, θ_¬l, X), whose sensitivity is Δ_l = Σ_v Δ_v over the block's likelihoods
 (eq. 20, with the prior cancelling as in eq. 9; within a declared ``disjoint`` group only the
 largest Δ_v counts), one such draw is (2Δ_l/T_l)-DP under replace-one neighbours. A Dirichlet
@@ -35,17 +35,18 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_value_vars_from_user_vars
 
-from pymc_dp.errors import NonPrivateModelError
-from pymc_dp.steps.noise import SecretNoise
-from pymc_dp.steps.parameters import parameter_function
-from pymc_dp.steps.transforms import compile_transforms, forward_transform
-from pymc_dp.tempered.analysis import (
+from pymc_dp.analysis.tempered import (
     TemperedBlock,
     TemperedModel,
     analyse_tempered_model,
     prior_parameter_variables,
 )
-from pymc_dp.tempered.updates import TEMPERING, tempered_draw
+from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.families.tempered import TEMPERING, tempered_draw
+from pymc_dp.steps.guard import check_route, sanctioned
+from pymc_dp.steps.noise import SecretNoise
+from pymc_dp.steps.parameters import parameter_function
+from pymc_dp.steps.transforms import compile_transforms, forward_transform
 
 __all__ = ["TemperedConjugateGibbs"]
 
@@ -157,6 +158,7 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
         compile_kwargs: dict | None = None,
     ) -> None:
         model = modelcontext(model)
+        self._sanctioned = sanctioned(bool(model.observed_RVs))
         if analysis is None:
             analysis = analyse_tempered_model(
                 model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint
@@ -193,6 +195,7 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
 
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """Draw every assigned block from its tempered conditional, in order."""
+        check_route(self)
         new_point = dict(point)
         for update in self._updates:
             new_point[update.value_name] = update.draw(self.rng, new_point)

@@ -1,17 +1,16 @@
-"""Posterior sampling at temperature T: model analysis, tempered conjugate updates, sampling.
+"""Moved: model analysis to :mod:`pymc_dp.analysis.tempered`, tempered updates to
+:mod:`pymc_dp.families.tempered`, the sampling route to :mod:`pymc_dp.routes.tempered`.
 
-See :mod:`pymc_dp.tempered.analysis` (blocks and Δ), :mod:`pymc_dp.tempered.updates` (exact
-tempered conditionals) and :mod:`pymc_dp.tempered.sampling` (``pymc_dp.sample`` with
-``mechanism="ops" | "gibbs-exponential" | "metropolis"``).
+Re-exported here for one release; import from the new modules.
 """
 
-from pymc_dp.tempered.analysis import (
+from pymc_dp.analysis.tempered import (
     BoundedLikelihood,
     TemperedBlock,
     TemperedModel,
     analyse_tempered_model,
 )
-from pymc_dp.tempered.updates import tempered_draw, tempered_parameters
+from pymc_dp.families.tempered import tempered_draw, tempered_parameters
 
 __all__ = [
     "BoundedLikelihood",
