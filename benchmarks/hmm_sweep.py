@@ -60,6 +60,7 @@ from pymc_dp.hmm.gibbs import (
 )
 from pymc_dp.models import naive_bayes_hmm
 from pymc_dp.steps import NaiveBayesHMMGibbs
+from pymc_dp.steps.guard import route_context
 
 TARGET_RATE = 20e6  # records/s, count tensor
 TARGET_FLOOR = 1.5  # pymc_dp / floor, at most
@@ -247,7 +248,8 @@ def main() -> int:
     mask = data.mask
 
     model = naive_bayes_hmm(counts, n_states)
-    with model:
+    # the sweep's speed on simulated counts: built as a route builds it (pymc_dp.steps.guard)
+    with model, route_context():
         step = NaiveBayesHMMGibbs(rng=np.random.default_rng(args.seed + 2))
     point = model.initial_point()
     point["states"] = states0.copy()

@@ -31,10 +31,11 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 
+from pymc_dp.analysis.rewrite import data_free_model
+from pymc_dp.analysis.tempered import analyse_tempered_model
 from pymc_dp.datasets import MPLS_STOPS_CATEGORIES, load_mpls_stops
-from pymc_dp.private_model import data_free_model
+from pymc_dp.families.tempered import tempered_draw
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
-from pymc_dp.tempered import analyse_tempered_model, tempered_draw
 from pymc_dp.tempering import temper
 
 TEMPERATURE = 50.0
