@@ -162,7 +162,12 @@ def test_fractional_records_in_pm_data_and_trials_are_refused(mechanism):
     ):
         with pytest.raises(InvalidPrivateDataError, match=match) as info:
             pymc_dp.sample(
-                5, epsilon=1.0, mechanism=mechanism, model=model, ledger=ledger, **options,
+                5,
+                epsilon=1.0,
+                mechanism=mechanism,
+                model=model,
+                ledger=ledger,
+                **options,
                 **QUIET,
             )
         assert "0.5" not in str(info.value) and "3.5" not in str(info.value)
@@ -243,3 +248,56 @@ def test_private_posterior_predictive_never_reads_records():
     se = np.sqrt(rate * (1 - rate) / (4 * pred.sizes["draw"]))
     np.testing.assert_array_less(np.abs(pred.mean(("chain", "draw", "y_record")) - rate), 5 * se)
     assert PrivacyLedger.from_datatree(out).epsilon == PrivacyLedger.from_datatree(idata).epsilon
+
+
+def _hmm(truncation=None):
+    from pymc_dp.hmm import simulate_records
+    from pymc_dp.models import naive_bayes_hmm
+
+    sim = simulate_records(3, 6, 2, [2, 3], 200, np.random.default_rng(8))
+    return sim.counts, naive_bayes_hmm(sim.counts, 2, truncation=truncation)
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "ops", "gibbs-exponential"])
+def test_hmm_deterministic_of_the_counts_is_refused(mechanism):
+    counts, model = _hmm(truncation=10)
+    with model:
+        pm.Deterministic("cell_totals", pt.as_tensor(counts.counts).sum(axis=(2, 3)))
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match="cell_totals") as info:
+        pymc_dp.sample(
+            5, tune=5, epsilon=5.0, mechanism=mechanism, model=model, ledger=ledger, **QUIET
+        )
+    assert len(ledger) == 0 and "Nothing was released" in str(info.value)
+
+
+@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
+def test_hmm_posterior_sampling_under_add_remove_one_is_refused_before_sampling(
+    mechanism, monkeypatch
+):
+    _, model = _hmm(truncation=10)
+    ledger = PrivacyLedger()
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("pm.sample ran before the refusal")
+
+    monkeypatch.setattr(pm, "sample", no_sampling)
+    with pytest.raises(ValueError, match="replace-one"):
+        pymc_dp.sample(
+            5,
+            tune=5,
+            epsilon=5.0,
+            mechanism=mechanism,
+            model=model,
+            neighbouring="add-remove-one",
+            ledger=ledger,
+            **QUIET,
+        )
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("mechanism, options", ROUTES, ids=[r[0] for r in ROUTES])
+def test_sample_inside_the_model_context(mechanism, options):
+    with _model(mechanism):
+        idata = pymc_dp.sample(5, epsilon=1.0, mechanism=mechanism, **options, **QUIET)
+    assert PrivacyLedger.from_datatree(idata).events[0].mechanism == mechanism
