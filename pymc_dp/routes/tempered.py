@@ -377,7 +377,7 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
     else:
         statistic += "; no worst case without convergence (rejections need a δ)"
     run.charge(
-        "metropolis" if release == "chain" else "ops",
+        "metropolis",
         epsilon=cost[0],
         delta=cost[1],
         temperature=temperature,
