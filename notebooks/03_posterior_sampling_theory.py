@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from pymc_dp import PrivacyLedger
-from pymc_dp.likelihood_bounds import bernoulli_delta
+from pymc_dp.families.bounds import bernoulli_log_likelihood_bound
 from pymc_dp.mechanisms.laplace import release_laplace
 from pymc_dp.mechanisms.ops import greedy_adversary, tempered_beta_parameters
 from pymc_dp.theory import example1_family, lipschitz_mass, ops_temperature
@@ -55,7 +55,7 @@ rng = np.random.default_rng(2016)
 
 # %%
 epsilon, p, n, a0 = 1.0, 0.3, 20, 0.2
-temperature = ops_temperature(bernoulli_delta(a0), epsilon)
+temperature = ops_temperature(bernoulli_log_likelihood_bound(a0), epsilon)
 print(f"T = {temperature:.3f}")
 s = rng.binomial(n, p)
 grid = np.linspace(0.001, 0.999, 800)
@@ -92,7 +92,7 @@ plt.show()
 
 # %%
 p, a0, epsilon, repeats = 0.1, 0.05, 0.1, 1000
-temperature = ops_temperature(bernoulli_delta(a0), epsilon)
+temperature = ops_temperature(bernoulli_log_likelihood_bound(a0), epsilon)
 rows = []
 for n in [3, 10, 30, 100, 300, 1000, 3000, 10000]:
     s = rng.binomial(n, p, repeats)
@@ -129,7 +129,7 @@ errors.round(4)
 
 # %%
 n, p, a0, epsilon, repeats = 100_000, 0.3, 0.05, 1.0, 4000
-temperature = ops_temperature(bernoulli_delta(a0), epsilon)
+temperature = ops_temperature(bernoulli_log_likelihood_bound(a0), epsilon)
 s = rng.binomial(n, p, repeats)
 a, b = tempered_beta_parameters(s, n, 1, 1, temperature)
 noisy = np.clip(s + rng.laplace(0, 1 / epsilon, repeats), 0, n)

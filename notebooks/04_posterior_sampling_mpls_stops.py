@@ -44,11 +44,11 @@ import pandas as pd
 import pymc as pm
 
 import pymc_dp
+from pymc_dp.analysis.tempered import analyse_tempered_model
 from pymc_dp.datasets import MPLS_STOPS_CATEGORIES, load_mpls_stops
 from pymc_dp.distributions import TruncatedBeta
 from pymc_dp.reference import exact_conjugate_posterior
 from pymc_dp.stops import RATE, stops_model
-from pymc_dp.tempered import analyse_tempered_model
 
 logging.getLogger("pymc").setLevel(logging.ERROR)  # quiet the per-run sampler log
 stops = load_mpls_stops()
@@ -70,12 +70,12 @@ print(f"{len(stops):,} stops")
 # %%
 analysis = analyse_tempered_model(truncated)
 print(pd.DataFrame(
-    [(b.prior, b.kind, lik.observed, lik.delta) for b in analysis.blocks
+    [(b.prior, b.kind, lik.observed, lik.log_likelihood_bound) for b in analysis.blocks
      for lik in b.likelihoods],
     columns=["block", "prior", "likelihood", "Δ_v (nats)"],
 ).to_string(index=False))
-delta = analysis.record_delta()
-print(f"\nΔ = {delta:.3f};  OPS at ε = 1: T = 2Δ/ε = {2 * delta:.1f}")
+bound = analysis.record_log_likelihood_bound()
+print(f"\nΔ = {bound:.3f};  OPS at ε = 1: T = 2Δ/ε = {2 * bound:.1f}")
 for draws in (1, 100, 1000):
     t = draws * analysis.sweep_weight() / 1.0
     print(f"gibbs-exponential at ε = 1 releasing {draws:>4} sweeps: T = {t:,.0f}, "

@@ -9,12 +9,14 @@
 * :func:`logistic_regression_gibbs_posterior` builds Minami et al.'s ℓ2-regularised logistic
   regression (§3.3). It uses a Gaussian prior N(0, σ²I), so m_π = 1/σ². The features are
   clipped to a data-independent norm r, so the loss is √(r² + 1)-Lipschitz with an intercept
-  (:func:`pymc_dp.theory.logistic_regression_lipschitz`). β = β*(ε, δ) comes from the exact
-  inversion of their eq. 6 (:func:`pymc_dp.theory.minami_beta`).
+  (:func:`pymc_dp.theory.minami2016.logistic_regression_lipschitz` has the correction). β =
+  β*(ε, δ) comes from the exact inversion of their eq. 6
+  (:func:`pymc_dp.mechanisms.exponential.gibbs_posterior_inverse_temperature`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +26,7 @@ from pymc.model.fgraph import clone_model, fgraph_from_model, model_from_fgraph,
 
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.ledger import PrivacyEvent, validate_delta, validate_epsilon
-from pymc_dp.theory import (
-    gaussian_prior_strong_convexity,
-    logistic_regression_lipschitz,
-    minami_beta,
-)
+from pymc_dp.mechanisms.exponential import gibbs_posterior_inverse_temperature
 
 __all__ = [
     "GibbsPosterior",
@@ -125,9 +123,9 @@ def logistic_regression_gibbs_posterior(
     Guarantee: **one exact draw** is (ε, δ)-DP under replace-one neighbours (Minami et al.,
     Theorem 7). MCMC draws are only approximate. A sampler within total variation γ of the
     target gives (ε, δ + (1 + e^ε)γ) (Proposition 12,
-    :func:`pymc_dp.theory.approximate_sampling_delta`), and NUTS certifies no γ. The returned
-    event is therefore flagged ``assumes_convergence``. It is not charged: charge it to a ledger
-    when a draw is released.
+    :func:`pymc_dp.theory.minami2016.approximate_sampling_delta`), and NUTS certifies no γ.
+    The returned event is therefore flagged ``assumes_convergence``. It is not charged: charge
+    it to a ledger when a draw is released.
 
     Parameters
     ----------
@@ -167,9 +165,15 @@ def logistic_regression_gibbs_posterior(
     clipped = clip_feature_norms(features, feature_norm_bound)
     if clipped.shape[0] != signs.size:
         raise ValueError("features and labels must describe the same records")
-    lipschitz = logistic_regression_lipschitz(feature_norm_bound, intercept=True)
-    strong_convexity = gaussian_prior_strong_convexity(sigma=prior_sigma)
-    beta = min(1.0, minami_beta(epsilon, delta, lipschitz, strong_convexity))
+    prior_sigma = float(prior_sigma)
+    if not (math.isfinite(prior_sigma) and prior_sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {prior_sigma!r}")
+    # The logistic loss with an intercept is √(r² + 1)-Lipschitz in (a, b) for ‖z‖ <= r
+    # (Minami et al. §3.3 print r, right only without an intercept); N(0, σ²I) is
+    # (1/σ²)-strongly log-concave (Assumption 6(iii)).
+    lipschitz = math.hypot(float(feature_norm_bound), 1.0)
+    strong_convexity = 1.0 / prior_sigma**2
+    beta = gibbs_posterior_inverse_temperature(epsilon, delta, lipschitz, strong_convexity)
     with pm.Model(coords={"feature": np.arange(clipped.shape[1])}) as model:
         coefficients = pm.Normal("coefficients", 0.0, prior_sigma, dims="feature")
         intercept = pm.Normal("intercept", 0.0, prior_sigma)

@@ -340,8 +340,8 @@ def test_log_likelihood_bound_reduces_to_eq_15_for_two_categories():
     assert log_likelihood_bound([2], [a0]) == pytest.approx(math.log((1 - a0) / a0))
     # Foulds App. E.1 derivation: Δ_d = log((M - 1) K_d + 1) at a0 = 1/(M K_d)
     cost = ops_cost([2, 3, 9], 1 / (10 * np.array([2, 3, 9])), 5.0)
-    assert cost.delta == pytest.approx(math.log(19) + math.log(28) + math.log(82))
-    assert cost.temperature == pytest.approx(2 * cost.delta / 5.0)
+    assert cost.log_likelihood_bound == pytest.approx(math.log(19) + math.log(28) + math.log(82))
+    assert cost.temperature == pytest.approx(2 * cost.log_likelihood_bound / 5.0)
 
 
 def test_untruncated_model_has_no_ops_temperature():
@@ -351,7 +351,22 @@ def test_untruncated_model_has_no_ops_temperature():
         ops_temperature(math.inf, 1.0)
 
 
-def test_large_epsilon_caps_the_temperature_and_charges_only_two_delta():
+def test_ops_cost_is_calibrated_by_the_one_calibration_function():
+    from pymc_dp.hmm import gibbs_sweep_weight
+    from pymc_dp.mechanisms.exponential import calibrate_temperature
+
+    n_categories, lower = [2, 3], [0.05, 0.05]
+    cost = ops_cost(n_categories, lower, 1.0)
+    bound = log_likelihood_bound(n_categories, lower)
+    assert cost.calibration == calibrate_temperature(2 * bound, 1.0)
+    per_feature = np.log((1 - np.array([1, 2]) * 0.05) / 0.05)
+    weight = 2 * bound + np.sum(np.array([1, 2]) * 2 * per_feature)
+    assert gibbs_sweep_weight(n_categories, lower) == pytest.approx(weight)
+    assert cost.sweep_weight == pytest.approx(weight)
+    assert cost.sweep_epsilon == pytest.approx(weight / cost.temperature)
+
+
+def test_large_epsilon_caps_the_temperature_and_charges_only_twice_the_bound():
     cost = ops_cost([2], [0.2], 100.0)
     assert cost.temperature == 1.0
     assert cost.epsilon == pytest.approx(2 * math.log(4))
@@ -359,8 +374,8 @@ def test_large_epsilon_caps_the_temperature_and_charges_only_two_delta():
 
 def test_worst_case_epsilon_composes_every_update():
     cost = ops_cost([2, 3], [0.05, 0.05], 1.0)
-    delta_d = np.log((1 - np.array([1, 2]) * 0.05) / 0.05)
-    sweep_cost = 1.0 + np.sum(np.array([1, 2]) * 2 * delta_d) / cost.temperature
+    bound_d = np.log((1 - np.array([1, 2]) * 0.05) / 0.05)
+    sweep_cost = 1.0 + np.sum(np.array([1, 2]) * 2 * bound_d) / cost.temperature
     assert cost.sweep_epsilon == pytest.approx(sweep_cost)
     assert ops_worst_case_epsilon(cost, 200, 2) == pytest.approx(400 * sweep_cost)
 

@@ -1,4 +1,5 @@
-"""Closed-form and property tests of the Laplace mechanism (``release_laplace``)."""
+"""Closed-form and property tests of the Laplace mechanism (``release_laplace``) and of the
+calibration of posterior sampling (``calibrate_temperature``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from pymc_dp import BudgetExceededError, InvalidPrivateDataError, PrivacyLedger
-from pymc_dp.mechanisms import NOISE_BACKENDS, laplace_scale, release_laplace
+from pymc_dp.mechanisms import (
+    NOISE_BACKENDS,
+    TemperatureCalibration,
+    calibrate_temperature,
+    gibbs_posterior_inverse_temperature,
+    laplace_scale,
+    release_laplace,
+)
 
 dp.enable_features("contrib")
 
@@ -253,3 +261,88 @@ def test_noise_scale_is_detected_by_the_ks_test():
     noise = _release(np.zeros(20_000), rng=rng)  # true scale 4
     assert stats.kstest(noise, stats.laplace(scale=2.0).cdf).pvalue < 1e-6
     assert stats.kstest(noise, stats.laplace(scale=4.4).cdf).pvalue < 1e-3
+
+
+# ------------------------------------------------------------------------------------------
+# calibrate_temperature: T = max(1, n·cost/ε), spent = n·cost/T (Foulds §2.2, eq. 14, 19-20)
+# ------------------------------------------------------------------------------------------
+
+
+def test_calibration_closed_form_when_the_temperature_is_above_one():
+    # 2Δ = 4 per draw, three draws, ε = 1: T = 3·4/1 = 12 and exactly ε is spent
+    calibration = calibrate_temperature(4.0, 1.0, 3)
+    assert isinstance(calibration, TemperatureCalibration)
+    assert calibration.temperature == 12.0
+    assert calibration.epsilon == pytest.approx(1.0)
+    assert calibration.release_epsilon == pytest.approx(1.0 / 3)
+    assert calibration.uncapped_temperature == 12.0 and not calibration.capped
+    assert (calibration.cost_at_unit_temperature, calibration.n_releases) == (4.0, 3)
+    assert calibration.target_epsilon == 1.0
+
+
+def test_calibration_caps_the_temperature_at_one_and_charges_only_what_is_spent():
+    # n·cost = 3·0.1 = 0.3 < ε = 1: T = 1 (never sharpened), spent 0.3, not 1
+    calibration = calibrate_temperature(0.1, 1.0, 3)
+    assert calibration.temperature == 1.0
+    assert calibration.epsilon == pytest.approx(0.3)
+    assert calibration.epsilon < calibration.target_epsilon
+    assert calibration.capped and calibration.uncapped_temperature == pytest.approx(0.3)
+    # one Bernoulli OPS draw with a0 = 0.2 at ε = 100: T = 1, charged 2Δ = 2 log 4
+    ops = calibrate_temperature(2 * math.log(4), 100.0)
+    assert (ops.temperature, ops.epsilon) == (1.0, pytest.approx(2 * math.log(4)))
+    # exactly at the cap: T = 1 and the whole ε is spent
+    edge = calibrate_temperature(0.5, 1.0, 2)
+    assert (edge.temperature, edge.epsilon, edge.capped) == (1.0, 1.0, False)
+
+
+def test_calibration_is_frozen():
+    calibration = calibrate_temperature(4.0, 1.0)
+    with pytest.raises(AttributeError):
+        calibration.temperature = 0.5
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    cost=st.floats(0.0, 1e3),
+    epsilon=st.floats(1e-3, 1e3),
+    n=st.integers(1, 10_000),
+)
+def test_calibration_never_sharpens_and_never_overspends(cost, epsilon, n):
+    calibration = calibrate_temperature(cost, epsilon, n)
+    assert calibration.temperature >= 1.0
+    assert calibration.epsilon <= epsilon * (1 + 1e-12)
+    assert calibration.epsilon == pytest.approx(n * cost / calibration.temperature)
+    assert calibration.epsilon == pytest.approx(min(epsilon, n * cost))
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((math.inf, 1.0, 1), "finite number >= 0"),
+        ((math.nan, 1.0, 1), "finite number >= 0"),
+        ((-1.0, 1.0, 1), "finite number >= 0"),
+        ((1.0, 0.0, 1), "epsilon"),
+        ((1.0, -1.0, 1), "epsilon"),
+        ((1.0, math.inf, 1), "epsilon"),
+        ((1.0, 1.0, 0), "n_releases"),
+        ((1.0, 1.0, 1.5), "n_releases"),
+        ((1.0, 1.0, True), "n_releases"),
+    ],
+)
+def test_calibration_refuses_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        calibrate_temperature(*args)
+
+
+def test_gibbs_posterior_inverse_temperature_closed_form_and_cap():
+    # β* = (√(m/2)/L)·ε/(√(ε + c) + √c), c = log(1/δ); capped at 1
+    epsilon, delta, lipschitz, m = 1.0, 1e-5, math.sqrt(5.0), 1.0
+    c = math.log(1 / delta)
+    expected = math.sqrt(m / 2) / lipschitz * epsilon / (math.sqrt(epsilon + c) + math.sqrt(c))
+    assert gibbs_posterior_inverse_temperature(epsilon, delta, lipschitz, m) == pytest.approx(
+        expected, rel=1e-12
+    )
+    assert gibbs_posterior_inverse_temperature(1e6, 0.5, 1.0, 1.0) == 1.0
+    for bad in [(0.0, 1e-5, 1.0, 1.0), (1.0, 0.0, 1.0, 1.0), (1.0, 1e-5, 0.0, 1.0)]:
+        with pytest.raises(ValueError):
+            gibbs_posterior_inverse_temperature(*bad)

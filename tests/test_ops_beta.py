@@ -24,7 +24,7 @@ def test_figure_1_temperature_and_the_ledger_event():
     assert event.epsilon == pytest.approx(1.0) and not event.assumes_convergence
 
 
-def test_large_epsilon_caps_the_temperature_and_charges_two_delta():
+def test_large_epsilon_caps_the_temperature_and_charges_only_twice_the_bound():
     ledger = PrivacyLedger()
     beta_bernoulli_ops([1, 0, 1], epsilon=50.0, truncation=0.2, ledger=ledger)
     (event,) = ledger.events
@@ -123,7 +123,7 @@ def test_local_epsilon_matches_a_grid_over_theta():
     assert local == pytest.approx(brute, rel=1e-4)
 
 
-def test_figure_8_greedy_adversary_approaches_but_never_exceeds_two_delta():
+def test_figure_8_greedy_adversary_approaches_but_never_exceeds_twice_the_bound():
     from pymc_dp.mechanisms.ops import greedy_adversary
 
     bound = 2 * math.log(9)  # a0 = 0.1, T = 1: the worst case 2Δ

@@ -10,17 +10,18 @@ import pytest
 from scipy import stats
 
 from pymc_dp import InvalidPrivateDataError, NonPrivateModelError
+from pymc_dp.analysis.tempered import analyse_tempered_model
 from pymc_dp.distributions import TruncatedBeta, TruncatedDirichlet, sample_truncated_dirichlet
-from pymc_dp.likelihood_bounds import (
-    bernoulli_delta,
-    binomial_delta,
-    categorical_delta,
-    multinomial_delta,
-    normal_delta,
-    poisson_delta,
-    private_trials_delta,
+from pymc_dp.families.bounds import (
+    bernoulli_log_likelihood_bound,
+    binomial_log_likelihood_bound,
+    categorical_log_likelihood_bound,
+    multinomial_log_likelihood_bound,
+    normal_log_likelihood_bound,
+    poisson_log_likelihood_bound,
+    private_trials_log_likelihood_bound,
 )
-from pymc_dp.tempered import analyse_tempered_model, tempered_draw, tempered_parameters
+from pymc_dp.families.tempered import tempered_draw, tempered_parameters
 
 RNG = np.random.default_rng(0)
 GROUP = RNG.integers(0, 3, 120)
@@ -50,16 +51,21 @@ def test_blocks_carry_the_closed_form_bounds_and_exact_statistics():
     analysis = analyse_tempered_model(_mixed_model(), data_bounds=BOUNDS)
     blocks = {b.prior: b for b in analysis.blocks}
     assert {name: b.kind for name, b in blocks.items()} == {
-        "rate": "beta", "shares": "dirichlet", "lam": "gamma", "mu": "normal"
+        "rate": "beta",
+        "shares": "dirichlet",
+        "lam": "gamma",
+        "mu": "normal",
     }
-    deltas = {lik.observed: lik.delta for lik in analysis.likelihoods}
-    assert deltas["outcome"] == pytest.approx(bernoulli_delta(0.05))
-    assert deltas["category"] == pytest.approx(categorical_delta(0.02, 4))
+    bounds = {lik.observed: lik.log_likelihood_bound for lik in analysis.likelihoods}
+    assert bounds["outcome"] == pytest.approx(bernoulli_log_likelihood_bound(0.05))
+    assert bounds["category"] == pytest.approx(categorical_log_likelihood_bound(0.02, 4))
     # group labels are private: the grouped Poisson bound, larger than the shared one
-    assert deltas["count"] == pytest.approx(poisson_delta(5, 1.0, 10.0, grouped=True))
-    assert deltas["count"] > poisson_delta(5, 1.0, 10.0) + 2
-    assert deltas["value"] == pytest.approx(normal_delta(-3, 3, -2, 2, 1.5))
-    assert analysis.record_delta() == pytest.approx(sum(deltas.values()))
+    assert bounds["count"] == pytest.approx(
+        poisson_log_likelihood_bound(5, 1.0, 10.0, grouped=True)
+    )
+    assert bounds["count"] > poisson_log_likelihood_bound(5, 1.0, 10.0) + 2
+    assert bounds["value"] == pytest.approx(normal_log_likelihood_bound(-3, 3, -2, 2, 1.5))
+    assert analysis.record_log_likelihood_bound() == pytest.approx(sum(bounds.values()))
     successes = np.bincount(GROUP, weights=OUTCOME, minlength=3)
     np.testing.assert_array_equal(
         blocks["rate"].statistics, np.column_stack([successes, np.bincount(GROUP) - successes])
@@ -73,7 +79,7 @@ def test_blocks_carry_the_closed_form_bounds_and_exact_statistics():
     assert blocks["shares"].upper == pytest.approx(1 - 3 * 0.02)
     assert analysis.exact is False  # the Dirichlet block is updated by an MCMC kernel
     assert analysis.sweep_weight() == pytest.approx(
-        2 * (deltas["outcome"] + 3 * deltas["category"] + deltas["count"] + deltas["value"])
+        2 * (bounds["outcome"] + 3 * bounds["category"] + bounds["count"] + bounds["value"])
     )
 
 
@@ -85,9 +91,13 @@ def test_disjoint_variables_compose_in_parallel():
         pm.Bernoulli("site_b", p=b, observed=OUTCOME[50:])
     sequential = analyse_tempered_model(model)
     parallel = analyse_tempered_model(model, disjoint=[["site_a", "site_b"]])
-    assert sequential.record_delta() == pytest.approx(bernoulli_delta(0.1) + bernoulli_delta(0.01))
-    assert parallel.record_delta() == pytest.approx(bernoulli_delta(0.01))
-    assert parallel.sweep_weight() == pytest.approx(2 * bernoulli_delta(0.01))
+    assert sequential.record_log_likelihood_bound() == pytest.approx(
+        bernoulli_log_likelihood_bound(0.1) + bernoulli_log_likelihood_bound(0.01)
+    )
+    assert parallel.record_log_likelihood_bound() == pytest.approx(
+        bernoulli_log_likelihood_bound(0.01)
+    )
+    assert parallel.sweep_weight() == pytest.approx(2 * bernoulli_log_likelihood_bound(0.01))
 
 
 def test_trials_bounds_public_and_private():
@@ -99,15 +109,15 @@ def test_trials_bounds_public_and_private():
         pm.Binomial("private", n=np.array([2, 5, 3, 1]), p=q, observed=np.array([1, 5, 0, 1]))
         theta = TruncatedDirichlet("theta", np.ones(3), 0.05)
         pm.Multinomial("votes", n=4, p=theta, observed=np.array([[1, 2, 1], [4, 0, 0]]))
-    deltas = {
-        lik.observed: lik.delta
+    bounds = {
+        lik.observed: lik.log_likelihood_bound
         for lik in analyse_tempered_model(model, max_trials={"private": 5}).likelihoods
     }
-    assert deltas == pytest.approx(
+    assert bounds == pytest.approx(
         {
-            "public": binomial_delta(6, 0.1),
-            "private": private_trials_delta(5, 0.2),
-            "votes": multinomial_delta(4, 0.05, 3),
+            "public": binomial_log_likelihood_bound(6, 0.1),
+            "private": private_trials_log_likelihood_bound(5, 0.2),
+            "votes": multinomial_log_likelihood_bound(4, 0.05, 3),
         }
     )
     with pytest.raises(NonPrivateModelError, match="max_trials"):
@@ -273,10 +283,31 @@ def test_dirichlet_pair_kernel_leaves_the_tempered_truncated_dirichlet_invariant
     chains = np.tile(np.full(3, 1 / 3), (2000, 1))
     for _ in range(30):
         chains = tempered_draw(
-            "dirichlet", (np.ones((2000, 3)),), np.repeat(counts, 2000, 0), temperature,
-            (a0, 1 - 2 * a0), rng, current=chains,
+            "dirichlet",
+            (np.ones((2000, 3)),),
+            np.repeat(counts, 2000, 0),
+            temperature,
+            (a0, 1 - 2 * a0),
+            rng,
+            current=chains,
         )
     se = exact.std(0) / math.sqrt(2000)
     np.testing.assert_allclose(chains.mean(0), exact.mean(0), atol=5 * se.max())
     with pytest.raises(ValueError, match="current value"):
         tempered_draw("dirichlet", (np.ones(3),), counts, 2.0, (a0, 0.9), rng)
+
+
+def test_each_family_module_owns_its_tempered_update():
+    from pymc_dp.families import beta, dirichlet, gamma, normal
+
+    statistics = np.array([[7.0, 3.0]])
+    cases = [
+        ("beta", beta.beta_tempered_parameters, (2.0, 3.0), statistics),
+        ("gamma", gamma.gamma_tempered_parameters, (2.0, 0.5), statistics),
+        ("normal", normal.normal_tempered_parameters, (1.0, 2.0), statistics),
+        ("dirichlet", dirichlet.dirichlet_tempered_parameters, (np.ones(2),), statistics),
+    ]
+    for kind, update, prior, stats_ in cases:
+        np.testing.assert_array_equal(
+            tempered_parameters(kind, prior, stats_, 3.0), update(prior, stats_, 3.0)
+        )

@@ -16,15 +16,15 @@ from scipy import special
 
 from pymc_dp.audit import epsilon_lower_bound
 from pymc_dp.distributions import TruncatedBeta
-from pymc_dp.likelihood_bounds import (
-    bernoulli_delta,
-    categorical_delta,
-    normal_delta,
-    poisson_delta,
+from pymc_dp.families.bounds import (
+    bernoulli_log_likelihood_bound,
+    categorical_log_likelihood_bound,
+    normal_log_likelihood_bound,
+    poisson_log_likelihood_bound,
 )
+from pymc_dp.families.tempered import tempered_draw
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.private_metropolis import PrivateMetropolis
-from pymc_dp.tempered import tempered_draw
 from pymc_dp.tempering import temper
 from pymc_dp.theory import ops_temperature
 
@@ -47,15 +47,15 @@ NORMAL = ("normal", (0.0, 2.0), [-2.0, 1.0], [2.0, 1.0], (-1.0, 1.0))  # x ∈ [
 
 
 @pytest.mark.parametrize(
-    ("mechanism", "delta", "event"),
+    ("mechanism", "bound", "event"),
     [
-        (POISSON, poisson_delta(5, 1.0, 10.0), lambda lam: lam < 1.2),
-        (NORMAL, normal_delta(-2, 2, -1, 1, 1.0), lambda mu: mu > 0.7),
+        (POISSON, poisson_log_likelihood_bound(5, 1.0, 10.0), lambda lam: lam < 1.2),
+        (NORMAL, normal_log_likelihood_bound(-2, 2, -1, 1, 1.0), lambda mu: mu > 0.7),
     ],
     ids=["poisson", "normal"],
 )
-def test_exact_one_posterior_sample_audits_and_untempered_control(mechanism, delta, event):
-    sound = _exact_audit(*mechanism, ops_temperature(delta, EPSILON), event)
+def test_exact_one_posterior_sample_audits_and_untempered_control(mechanism, bound, event):
+    sound = _exact_audit(*mechanism, ops_temperature(bound, EPSILON), event)
     untempered = _exact_audit(*mechanism, 1.0, event)
     assert sound <= EPSILON
     assert untempered > 2.5 * EPSILON
@@ -78,7 +78,7 @@ def _dirichlet_sweep_audit(temperature, event):
 
 def test_dirichlet_sweep_audit_and_untempered_control():
     # a sweep is K − 1 = 2 exponential mechanisms: ε = 2·2Δ/T
-    temperature = 2 * 2 * categorical_delta(0.05, 3) / EPSILON
+    temperature = 2 * 2 * categorical_log_likelihood_bound(0.05, 3) / EPSILON
     event = lambda theta: theta[:, 0] > 0.6  # noqa: E731
     assert _dirichlet_sweep_audit(temperature, event) <= EPSILON
     assert _dirichlet_sweep_audit(1.0, event) > 1.5 * EPSILON
@@ -102,7 +102,7 @@ def _gibbs_chain_audit(temperature):
 
 def test_gibbs_chain_audit_and_untempered_control():
     # n = 2 sweeps compose: T = n·2Δ/ε (pymc_dp.tempered.sampling)
-    assert _gibbs_chain_audit(2 * 2 * bernoulli_delta(0.05) / EPSILON) <= EPSILON
+    assert _gibbs_chain_audit(2 * 2 * bernoulli_log_likelihood_bound(0.05) / EPSILON) <= EPSILON
     assert _gibbs_chain_audit(1.0) > 1.5 * EPSILON
 
 
@@ -134,6 +134,6 @@ def _metropolis_audit(temperature, scale=3.0):
 
 
 def test_metropolis_step_audit_and_untempered_control():
-    temperature = ops_temperature(bernoulli_delta(0.05), EPSILON)
+    temperature = ops_temperature(bernoulli_log_likelihood_bound(0.05), EPSILON)
     assert _metropolis_audit(temperature) <= EPSILON
     assert _metropolis_audit(1.0) > 1.4 * EPSILON

@@ -18,12 +18,12 @@ from pymc_dp import (
     PrivacyLedger,
 )
 from pymc_dp.distributions import TruncatedBeta, TruncatedDirichlet
-from pymc_dp.likelihood_bounds import (
-    bernoulli_delta,
-    binomial_delta,
-    categorical_delta,
-    normal_delta,
-    poisson_delta,
+from pymc_dp.families.bounds import (
+    bernoulli_log_likelihood_bound,
+    binomial_log_likelihood_bound,
+    categorical_log_likelihood_bound,
+    normal_log_likelihood_bound,
+    poisson_log_likelihood_bound,
 )
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
@@ -64,8 +64,14 @@ def _truncated_cdf(target, lower, upper):
 def test_chain_release_draws_the_tempered_truncated_posterior_exactly():
     draws, epsilon = 4000, 400.0
     idata = pymc_dp.sample(
-        draws, model=_model(), epsilon=epsilon, mechanism="ops", release="chain", random_seed=1,
-        **QUIET, **_noise(1),
+        draws,
+        model=_model(),
+        epsilon=epsilon,
+        mechanism="ops",
+        release="chain",
+        random_seed=1,
+        **QUIET,
+        **_noise(1),
     )
     event = _only_event(idata)
     temperature = 2 * math.log(9) * draws / epsilon
@@ -105,13 +111,22 @@ def test_poisson_and_normal_blocks_draw_their_tempered_targets():
         pm.Normal("value", mu=mu, sigma=0.8, observed=values)
     draws, epsilon = 3000, 3000.0
     idata = pymc_dp.sample(
-        draws, model=model, epsilon=epsilon, mechanism="ops", release="chain",
-        data_bounds={"count": (0, 10), "value": (-2, 2)}, random_seed=5, **QUIET, **_noise(5),
+        draws,
+        model=model,
+        epsilon=epsilon,
+        mechanism="ops",
+        release="chain",
+        data_bounds={"count": (0, 10), "value": (-2, 2)},
+        random_seed=5,
+        **QUIET,
+        **_noise(5),
     )
-    delta = poisson_delta(10, 0.5, 9.0) + normal_delta(-2, 2, -1.5, 1.5, 0.8)
-    temperature = 2 * delta * draws / epsilon
+    bound = poisson_log_likelihood_bound(10, 0.5, 9.0) + normal_log_likelihood_bound(
+        -2, 2, -1.5, 1.5, 0.8
+    )
+    temperature = 2 * bound * draws / epsilon
     event = _only_event(idata)
-    assert event.sensitivity == pytest.approx(delta) and event.temperature == pytest.approx(
+    assert event.sensitivity == pytest.approx(bound) and event.temperature == pytest.approx(
         temperature
     )
     gamma = stats.gamma((2 - 1 + counts.sum()) / temperature + 1, scale=temperature / (1 + 60))
@@ -130,12 +145,17 @@ def test_two_category_dirichlet_blocks_are_exact_truncated_beta_draws():
         pm.Categorical("choice", p=shares, observed=choices)
     draws, epsilon = 3000, 3000.0
     idata = pymc_dp.sample(
-        draws, model=model, epsilon=epsilon, mechanism="ops", release="chain", **QUIET,
+        draws,
+        model=model,
+        epsilon=epsilon,
+        mechanism="ops",
+        release="chain",
+        **QUIET,
         **_noise(14),
     )
     event = _only_event(idata)
     assert not event.assumes_convergence  # one pair update from any start: an exact draw
-    temperature = 2 * categorical_delta(0.1, 2) * draws / epsilon
+    temperature = 2 * categorical_log_likelihood_bound(0.1, 2) * draws / epsilon
     assert event.temperature == pytest.approx(temperature)
     target = stats.beta(30 / temperature + 1, 10 / temperature + 1)
     first = idata["posterior"]["shares"].values[..., 0].ravel()
@@ -147,7 +167,7 @@ def test_binomial_likelihood_uses_the_binomial_bound():
         rate = TruncatedBeta("rate", 1.0, 1.0, 0.05)
         pm.Binomial("k", n=5, p=rate, observed=np.array([1, 3, 0, 5]))
     idata = pymc_dp.sample(model=model, epsilon=1.0, mechanism="ops", random_seed=3, **QUIET)
-    assert _only_event(idata).sensitivity == pytest.approx(binomial_delta(5, 0.05))
+    assert _only_event(idata).sensitivity == pytest.approx(binomial_log_likelihood_bound(5, 0.05))
     assert idata["posterior"]["rate"].dims == ("chain", "draw")
 
 
@@ -165,16 +185,22 @@ def _hyper_model():
 
 def test_ops_through_mcmc_keeps_the_last_draw_and_assumes_convergence():
     idata = pymc_dp.sample(
-        50, tune=30, chains=2, model=_hyper_model(), epsilon=2.0, mechanism="ops",
-        random_seed=6, **QUIET,
+        50,
+        tune=30,
+        chains=2,
+        model=_hyper_model(),
+        epsilon=2.0,
+        mechanism="ops",
+        random_seed=6,
+        **QUIET,
     )
     assert set(idata.children) == {"posterior", "privacy_ledger"}  # no sampler statistics
     assert dict(idata["posterior"].sizes) == {"chain": 2, "draw": 1}
     event = _only_event(idata)
-    delta = bernoulli_delta(0.05)
+    bound = bernoulli_log_likelihood_bound(0.05)
     assert event.assumes_convergence and event.epsilon == pytest.approx(2.0)
-    assert event.temperature == pytest.approx(2 * delta / 1.0)
-    assert event.worst_case_epsilon == pytest.approx(2 * 80 * 2 * delta / event.temperature)
+    assert event.temperature == pytest.approx(2 * bound / 1.0)
+    assert event.worst_case_epsilon == pytest.approx(2 * 80 * 2 * bound / event.temperature)
     with pytest.raises(ValueError, match="gibbs-exponential"):
         pymc_dp.sample(10, model=_hyper_model(), epsilon=2.0, mechanism="ops", release="chain")
 
@@ -182,12 +208,18 @@ def test_ops_through_mcmc_keeps_the_last_draw_and_assumes_convergence():
 def test_gibbs_exponential_composes_every_sweep_including_tuning():
     tune, draws, chains, epsilon = 40, 60, 2, 5.0
     idata = pymc_dp.sample(
-        draws, tune=tune, chains=chains, model=_hyper_model(), epsilon=epsilon,
-        mechanism="gibbs-exponential", random_seed=7, **QUIET,
+        draws,
+        tune=tune,
+        chains=chains,
+        model=_hyper_model(),
+        epsilon=epsilon,
+        mechanism="gibbs-exponential",
+        random_seed=7,
+        **QUIET,
     )
     event = _only_event(idata)
     n_sweeps = chains * (tune + draws)
-    weight = 2 * bernoulli_delta(0.05)
+    weight = 2 * bernoulli_log_likelihood_bound(0.05)
     assert event.temperature == pytest.approx(n_sweeps * weight / epsilon)
     assert event.epsilon == pytest.approx(epsilon) and not event.assumes_convergence
     # every draw declares its cost; kept draws plus tuning sweeps add up to the event
@@ -201,11 +233,19 @@ def test_gibbs_exponential_composes_every_sweep_including_tuning():
 
 def test_the_chain_targets_the_tempered_joint():
     temperature, tune, draws = 3.0, 300, 3000
-    epsilon = 2 * (tune + draws) * 2 * bernoulli_delta(0.05) / temperature
+    epsilon = 2 * (tune + draws) * 2 * bernoulli_log_likelihood_bound(0.05) / temperature
     with pytest.warns(UserWarning, match="integrable"):  # fine here: a Gamma(4, 2) hyperprior
         idata = pymc_dp.sample(
-            draws, tune=tune, model=_hyper_model(), epsilon=epsilon, tempering="joint",
-            mechanism="gibbs-exponential", random_seed=8, **QUIET, chains=2, **_noise(8),
+            draws,
+            tune=tune,
+            model=_hyper_model(),
+            epsilon=epsilon,
+            tempering="joint",
+            mechanism="gibbs-exponential",
+            random_seed=8,
+            **QUIET,
+            chains=2,
+            **_noise(8),
         )
     assert _only_event(idata).temperature == pytest.approx(temperature)
     with temper(_hyper_model(), temperature, part="joint"):
@@ -222,11 +262,17 @@ def test_likelihood_tempering_keeps_the_prior_at_the_same_cost():
         rate = TruncatedBeta("rate", 8.0, 2.0, 0.05)  # informative prior
         pm.Bernoulli("y", p=rate, observed=OUTCOME)
     idata = pymc_dp.sample(
-        draws, model=model, epsilon=epsilon, mechanism="ops", release="chain",
-        tempering="likelihood", **QUIET, **_noise(15),
+        draws,
+        model=model,
+        epsilon=epsilon,
+        mechanism="ops",
+        release="chain",
+        tempering="likelihood",
+        **QUIET,
+        **_noise(15),
     )
     event = _only_event(idata)
-    temperature = 2 * bernoulli_delta(0.05) * draws / epsilon
+    temperature = 2 * bernoulli_log_likelihood_bound(0.05) * draws / epsilon
     assert event.temperature == pytest.approx(temperature) and event.epsilon == pytest.approx(
         epsilon
     )
@@ -239,8 +285,15 @@ def test_likelihood_tempering_keeps_the_prior_at_the_same_cost():
 
 def test_likelihood_tempering_samples_hyperpriors_untempered():
     idata = pymc_dp.sample(
-        300, tune=200, chains=2, model=_hyper_model(), epsilon=0.5,
-        mechanism="gibbs-exponential", random_seed=16, **QUIET, **_noise(16),
+        300,
+        tune=200,
+        chains=2,
+        model=_hyper_model(),
+        epsilon=0.5,
+        mechanism="gibbs-exponential",
+        random_seed=16,
+        **QUIET,
+        **_noise(16),
     )
     temperature = _only_event(idata).temperature
     assert temperature > 1000  # the data say almost nothing, so a ≈ its Gamma(4, 2) prior
@@ -254,19 +307,33 @@ def test_dirichlet_blocks_cost_k_minus_one_pair_updates():
         shares = TruncatedDirichlet("shares", np.ones(4), 0.02)
         pm.Categorical("choice", p=shares, observed=rng.integers(0, 4, 200))
     idata = pymc_dp.sample(
-        30, tune=20, model=model, epsilon=4.0, mechanism="gibbs-exponential", random_seed=11,
+        30,
+        tune=20,
+        model=model,
+        epsilon=4.0,
+        mechanism="gibbs-exponential",
+        random_seed=11,
         **QUIET,
     )
     event = _only_event(idata)
-    assert event.temperature == pytest.approx(50 * 3 * 2 * categorical_delta(0.02, 4) / 4.0)
+    assert event.temperature == pytest.approx(
+        50 * 3 * 2 * categorical_log_likelihood_bound(0.02, 4) / 4.0
+    )
     draws = idata["posterior"]["shares"].values
     assert draws.min() >= 0.02 and np.allclose(draws.sum(-1), 1.0)
 
 
 def test_parallel_chains_in_worker_processes():
     idata = pymc_dp.sample(
-        20, tune=10, chains=2, cores=2, model=_hyper_model(), epsilon=3.0,
-        mechanism="gibbs-exponential", random_seed=12, **QUIET,
+        20,
+        tune=10,
+        chains=2,
+        cores=2,
+        model=_hyper_model(),
+        epsilon=3.0,
+        mechanism="gibbs-exponential",
+        random_seed=12,
+        **QUIET,
     )
     assert idata["posterior"].sizes["chain"] == 2
     assert _only_event(idata).epsilon == pytest.approx(3.0)
@@ -282,16 +349,25 @@ def test_disjoint_sites_pay_for_the_larger_one_only():
         _only_event(pymc_dp.sample(model=model, epsilon=1.0, mechanism="ops", **QUIET, **opts))
         for opts in ({}, {"disjoint": [["site_a", "site_b"]]})
     ]
-    assert events[0].sensitivity == pytest.approx(bernoulli_delta(0.1) + bernoulli_delta(0.05))
-    assert events[1].sensitivity == pytest.approx(bernoulli_delta(0.05))
+    assert events[0].sensitivity == pytest.approx(
+        bernoulli_log_likelihood_bound(0.1) + bernoulli_log_likelihood_bound(0.05)
+    )
+    assert events[1].sensitivity == pytest.approx(bernoulli_log_likelihood_bound(0.05))
     assert events[1].temperature < events[0].temperature and "disjoint" in events[1].statistic
 
 
 def test_the_public_seed_alone_never_reproduces_the_noise():
     def run(**noise):
         idata = pymc_dp.sample(
-            20, model=_model(), epsilon=5.0, mechanism="ops", release="chain", chains=2,
-            random_seed=13, **QUIET, **noise,
+            20,
+            model=_model(),
+            epsilon=5.0,
+            mechanism="ops",
+            release="chain",
+            chains=2,
+            random_seed=13,
+            **QUIET,
+            **noise,
         )
         return idata["posterior"]["rate"].values
 
@@ -311,12 +387,20 @@ def test_grouped_normal_and_dirichlet_blocks():
         shares = TruncatedDirichlet("shares", np.ones(3), 0.05, dims=("g", "k"))
         pm.Categorical("choice", p=shares[groups], observed=choices)
     idata = pymc_dp.sample(
-        20, tune=10, model=model, epsilon=50.0, mechanism="gibbs-exponential",
-        data_bounds={"value": (-2, 2)}, **QUIET, **_noise(17),
+        20,
+        tune=10,
+        model=model,
+        epsilon=50.0,
+        mechanism="gibbs-exponential",
+        data_bounds={"value": (-2, 2)},
+        **QUIET,
+        **_noise(17),
     )
     event = _only_event(idata)
-    delta = normal_delta(-2, 2, -1, 1, 1.0, grouped=True) + categorical_delta(0.05, 3)
-    assert event.sensitivity == pytest.approx(delta)
+    bound = normal_log_likelihood_bound(
+        -2, 2, -1, 1, 1.0, grouped=True
+    ) + categorical_log_likelihood_bound(0.05, 3)
+    assert event.sensitivity == pytest.approx(bound)
     assert idata["posterior"]["shares"].dims == ("chain", "draw", "g", "k")
     assert idata["posterior"]["shares"].values.min() >= 0.05
 
@@ -330,7 +414,11 @@ def test_nothing_computed_from_the_data_reaches_the_trace():
     for mechanism in ("ops", "gibbs-exponential", "metropolis", "laplace"):
         with pytest.raises(NonPrivateModelError, match="reads the observed values"):
             pymc_dp.sample(
-                10, model=model, epsilon=1.0, mechanism=mechanism, ledger=ledger,
+                10,
+                model=model,
+                epsilon=1.0,
+                mechanism=mechanism,
+                ledger=ledger,
                 proposal_scale=0.5,
             )
     assert len(ledger) == 0  # refused before anything was released
@@ -346,7 +434,11 @@ def test_budget_is_checked_before_any_draw():
     for mechanism in ("ops", "gibbs-exponential"):
         with pytest.raises(BudgetExceededError):
             pymc_dp.sample(
-                10, model=_model(), epsilon=2.0, mechanism=mechanism, release="chain",
+                10,
+                model=_model(),
+                epsilon=2.0,
+                mechanism=mechanism,
+                release="chain",
                 ledger=ledger,
             )
     assert len(ledger) == 0
@@ -364,9 +456,7 @@ def test_refusals():
             model=_model(data=np.where(OUTCOME == 1, 2, 0)), epsilon=1.0, mechanism="ops"
         )
     with pytest.raises(ValueError, match="replace-one"):
-        pymc_dp.sample(
-            model=_model(), epsilon=1.0, mechanism="ops", neighbouring="add-remove-one"
-        )
+        pymc_dp.sample(model=_model(), epsilon=1.0, mechanism="ops", neighbouring="add-remove-one")
     with pytest.raises(ValueError, match="tuning"):
         pymc_dp.sample(model=_model(), epsilon=1.0, mechanism="ops", tune=100)
     with pytest.raises(ValueError, match="release='chain'"):
@@ -383,8 +473,10 @@ def test_the_step_declares_its_cost_and_refuses_bad_temperatures():
     model = _hyper_model()
     with model:
         step = TemperedConjugateGibbs(temperature=4.0)
-        assert step.update_costs == {"y": pytest.approx(2 * bernoulli_delta(0.05) / 4)}
-        assert step.sweep_epsilon == pytest.approx(2 * bernoulli_delta(0.05) / 4)
+        assert step.update_costs == {
+            "y": pytest.approx(2 * bernoulli_log_likelihood_bound(0.05) / 4)
+        }
+        assert step.sweep_epsilon == pytest.approx(2 * bernoulli_log_likelihood_bound(0.05) / 4)
         with pytest.raises(ValueError, match=">= 1"):
             TemperedConjugateGibbs(temperature=0.5)
         with pytest.raises(ValueError, match="missing"):

@@ -66,10 +66,63 @@ def test_public_names_are_exported():
     assert {"ops_temperature", "posterior_sampling_epsilon", "minami_beta"} <= set(theory.__all__)
 
 
+def test_one_module_per_paper_and_the_package_re_exports_them_all():
+    from pymc_dp.theory import dimitrakakis2017, foulds2016, minami2016
+
+    modules = (foulds2016, dimitrakakis2017, minami2016)
+    per_paper = [set(module.__all__) for module in modules]
+    assert not any(a & b for a, b in itertools.combinations(per_paper, 2))  # one home each
+    assert set().union(*per_paper) | {"VacuousBoundWarning"} == set(theory.__all__)
+    for module in modules:
+        for name in module.__all__:
+            assert getattr(theory, name) is getattr(module, name), name
+    assert {"ops_temperature", "ops_epsilon"} == set(foulds2016.__all__)
+    assert "minami_beta" in minami2016.__all__
+    assert "posterior_sampling_epsilon" in dimitrakakis2017.__all__
+
+
+def test_package_code_never_imports_the_theory_calculators():
+    # the mechanisms own their calibration; theory may build on them, never the reverse
+    import ast
+    from pathlib import Path
+
+    package = Path(theory.__file__).resolve().parents[1]
+    offenders = []
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package)
+        if rel.parts[0] in ("theory", "cli.py") or rel.parts == ("__init__.py",):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if any(n == "pymc_dp.theory" or n.startswith("pymc_dp.theory.") for n in names):
+                offenders.append(str(rel))
+    assert offenders == []
+
+
 def test_ops_temperature_unchanged():
     assert ops_temperature(1.5, 0.5) == pytest.approx(6.0)
     with pytest.raises(ValueError, match="untruncated"):
         ops_temperature(math.inf, 1.0)
+
+
+def test_ops_temperature_is_the_uncapped_calibration():
+    from pymc_dp.mechanisms.exponential import calibrate_temperature
+
+    for bound, epsilon in [(1.5, 0.5), (0.1, 10.0)]:
+        calibration = calibrate_temperature(2 * bound, epsilon)
+        assert ops_temperature(bound, epsilon) == calibration.uncapped_temperature
+        assert calibration.temperature == max(1.0, ops_temperature(bound, epsilon))
+
+
+def test_minami_beta_exact_is_the_mechanism_calibration():
+    from pymc_dp.mechanisms.exponential import gibbs_posterior_inverse_temperature
+
+    for args in [(1.0, 1e-5, 2.0, 1.0), (0.3, 1e-8, 1.0, 4.0), (50.0, 0.1, 0.5, 2.0)]:
+        assert minami_beta(*args) == gibbs_posterior_inverse_temperature(*args)
 
 
 # ------------------------------------------------------------------------------------------

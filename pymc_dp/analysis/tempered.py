@@ -6,8 +6,9 @@ how much one record can change the log-likelihood (eq. 9, 13). Δ is finite only
 parameters are truncated and, for counts and continuous data, the data are bounded. This
 module finds, for every observed variable, its *block*: the truncated prior it reads,
 directly (``θ``) or by a constant vector of group labels (``θ[group]``), and computes Δ_v
-in closed form (:mod:`pymc_dp.families.bounds`). The exact sufficient statistics of each
-block are kept for the samplers; they are private and are never put into a model graph.
+in closed form (its *log-likelihood bound*, :mod:`pymc_dp.families.bounds`). The exact
+sufficient statistics of each block are kept for the samplers; they are private and are never
+put into a model graph.
 
 Supported likelihoods, the truncated prior each needs, and the record bound to declare:
 
@@ -57,16 +58,18 @@ from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private
 from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
 from pymc_dp.families import FAMILIES, group_sums
-from pymc_dp.families.base import reject_out_of_range, require_integers
-from pymc_dp.families.bounds import (
-    bernoulli_delta,
-    binomial_delta,
-    categorical_delta,
-    multinomial_delta,
-    normal_delta,
-    poisson_delta,
-    private_trials_delta,
+from pymc_dp.families.base import (
+    private_trials_log_likelihood_bound,
+    reject_out_of_range,
+    require_integers,
 )
+from pymc_dp.families.beta import bernoulli_log_likelihood_bound, binomial_log_likelihood_bound
+from pymc_dp.families.dirichlet import (
+    categorical_log_likelihood_bound,
+    multinomial_log_likelihood_bound,
+)
+from pymc_dp.families.gamma import poisson_log_likelihood_bound, poisson_record_statistics
+from pymc_dp.families.normal import normal_log_likelihood_bound, normal_record_statistics
 from pymc_dp.ledger import compose
 
 __all__ = [
@@ -121,7 +124,7 @@ class BoundedLikelihood:
         Exact per-group sufficient statistics. **Private**: (successes, failures) for Beta
         blocks, counts (G, K) for Dirichlet blocks, (Σy, n) for Poisson, (Σx/σ², n/σ²) for
         Normal.
-    delta : float
+    log_likelihood_bound : float
         Δ_v: the largest change of the log-likelihood when one record is replaced, nats.
     grouped : bool
         Whether records choose their parameter by a (private) group label.
@@ -131,7 +134,7 @@ class BoundedLikelihood:
     prior: str
     likelihood: str
     statistics: np.ndarray
-    delta: float
+    log_likelihood_bound: float
     grouped: bool
 
 
@@ -228,9 +231,9 @@ class TemperedModel:
         costs = [(value, 0.0, partition.get(name, "")) for name, value in per_likelihood.items()]
         return compose(costs)[0]
 
-    def record_delta(self) -> float:
-        """Δ of one record over the whole joint: :meth:`compose` of the Δ_v."""
-        return self.compose({lik.observed: lik.delta for lik in self.likelihoods})
+    def record_log_likelihood_bound(self) -> float:
+        """Δ of one record over the whole joint, nats: :meth:`compose` of the Δ_v."""
+        return self.compose({lik.observed: lik.log_likelihood_bound for lik in self.likelihoods})
 
     def sweep_weight(self) -> float:
         """One record's cost of a Gibbs sweep at T = 1, nats: compose of m_v·2Δ_v.
@@ -240,7 +243,7 @@ class TemperedModel:
         """
         return self.compose(
             {
-                lik.observed: block.mechanisms_per_update * 2.0 * lik.delta
+                lik.observed: block.mechanisms_per_update * 2.0 * lik.log_likelihood_bound
                 for block in self.blocks
                 for lik in block.likelihoods
             }
@@ -416,14 +419,14 @@ def _bounded_likelihood(
     data = variable_value(model.rvs_to_values[observed_rv])
     lower, upper = _truncation(prior_rv, kind, shape, name)
     grouped = groups is not None and n_groups > 1
-    statistics, delta = _STATISTICS[likelihood](
+    statistics, bound = _STATISTICS[likelihood](
         name, data, params, model, (lower, upper), grouped, bounds, trials_bound, shape
     )
     n_records = _n_records(data, likelihood)
     if groups is not None and groups.shape != (n_records,):
         raise InvalidPrivateDataError(f"{name}: {groups.size} group labels for {n_records} records")
     table = group_sums(statistics, groups, n_groups)
-    return BoundedLikelihood(name, prior_rv.name, likelihood, table, delta, grouped), prior_rv
+    return BoundedLikelihood(name, prior_rv.name, likelihood, table, bound, grouped), prior_rv
 
 
 def _n_records(data: np.ndarray, likelihood: str) -> int:
@@ -493,7 +496,8 @@ def _block(model: pm.Model, prior_rv, likelihoods: list[BoundedLikelihood]) -> T
 def _probability_statistics(
     likelihood, name, data, params, model, truncation, grouped, bounds, trials_bound, shape
 ):
-    """Counts and Δ of a Bernoulli, Binomial, Categorical or Multinomial likelihood."""
+    """Counts and Δ (the log-likelihood bound) of a Bernoulli, Binomial, Categorical or
+    Multinomial likelihood."""
     if bounds is not None:
         raise ValueError(f"{name}: data_bounds is for Poisson and Normal likelihoods")
     if trials_bound is not None and likelihood in ("bernoulli", "categorical"):
@@ -507,16 +511,16 @@ def _probability_statistics(
     lower, upper = truncation
     smallest = lower if prior == "dirichlet" else min(lower, 1 - upper)
     if not domain.trials_public:
-        delta = private_trials_delta(domain.max_trials, smallest)
+        bound = private_trials_log_likelihood_bound(domain.max_trials, smallest)
     elif likelihood == "bernoulli" or (likelihood == "binomial" and domain.trials == 1):
-        delta = bernoulli_delta(smallest)
+        bound = bernoulli_log_likelihood_bound(smallest)
     elif likelihood == "binomial":
-        delta = binomial_delta(int(domain.trials), smallest)
+        bound = binomial_log_likelihood_bound(int(domain.trials), smallest)
     elif likelihood == "categorical":
-        delta = categorical_delta(lower, n_categories)
+        bound = categorical_log_likelihood_bound(lower, n_categories)
     else:
-        delta = multinomial_delta(int(domain.trials), lower, n_categories)
-    return family.record_statistics(records, domain), delta
+        bound = multinomial_log_likelihood_bound(int(domain.trials), lower, n_categories)
+    return family.record_statistics(records, domain), bound
 
 
 def _declared_bounds(name: str, bounds, what: str) -> tuple[float, float]:
@@ -539,8 +543,10 @@ def _poisson_statistics(name, data, params, model, truncation, grouped, bounds, 
         raise ValueError(f"{name}: Poisson data_bounds must be whole counts >= 0, got {bounds!r}")
     counts = require_integers(data.reshape(-1), name, "counts")
     reject_out_of_range(counts, int(low), int(high), name, "counts")
-    delta = poisson_delta(int(high), *truncation, min_count=int(low), grouped=grouped)
-    return np.column_stack([counts, np.ones(counts.size)]).astype(np.float64), delta
+    bound = poisson_log_likelihood_bound(
+        int(high), *truncation, min_count=int(low), grouped=grouped
+    )
+    return poisson_record_statistics(counts), bound
 
 
 def _normal_statistics(name, data, params, model, truncation, grouped, bounds, trials, shape):
@@ -563,9 +569,8 @@ def _normal_statistics(name, data, params, model, truncation, grouped, bounds, t
             f"{name}: {int(bad.sum())} values outside the declared domain [{low}, {high}]. "
             "Nothing was released."
         )
-    precision = 1.0 / sigma**2
-    delta = normal_delta(low, high, *truncation, sigma, grouped=grouped)
-    return np.column_stack([values * precision, np.full(values.size, precision)]), delta
+    bound = normal_log_likelihood_bound(low, high, *truncation, sigma, grouped=grouped)
+    return normal_record_statistics(values, sigma), bound
 
 
 _STATISTICS = {

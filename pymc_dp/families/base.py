@@ -5,12 +5,26 @@ statistics S(x) and their per-group sums, with a data-independent bound on one r
 contribution — and the conjugate *post-processing* of released statistics. The *measurement*
 (noise) lives in :mod:`pymc_dp.mechanisms`.
 
+Each family module owns everything about its family: the statistics, the log-likelihood
+bound Δ of its likelihoods (:mod:`pymc_dp.families.bounds` says what Δ is) and the tempered
+conditional update (:mod:`pymc_dp.families.tempered` dispatches to it):
+
+* :mod:`~pymc_dp.families.beta` — Beta prior; Bernoulli and Binomial likelihoods;
+* :mod:`~pymc_dp.families.dirichlet` — Dirichlet prior; Categorical and Multinomial;
+* :mod:`~pymc_dp.families.gamma` — Gamma prior; Poisson;
+* :mod:`~pymc_dp.families.normal` — Normal prior; Normal with known σ.
+
+This module holds the interface of the families the Laplace path uses (Beta and Dirichlet),
+the helpers they share, and the Δ of records whose number of trials is private (Binomial and
+Multinomial alike).
+
 Source: Foulds et al. (UAI 2016), §3.1 eq. (11) (conjugate posterior from aggregate
 statistics) and §3.2 eq. (16)–(17) (L1 sensitivity of the aggregate statistics).
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -19,7 +33,13 @@ import pytensor.tensor as pt
 
 from pymc_dp.errors import InvalidPrivateDataError
 
-__all__ = ["ConjugateFamily", "RecordDomain", "group_sums"]
+__all__ = [
+    "ConjugateFamily",
+    "RecordDomain",
+    "group_sums",
+    "private_trials_log_likelihood_bound",
+    "probability_truncation",
+]
 
 
 @dataclass(frozen=True)
@@ -194,3 +214,47 @@ class ConjugateLink:
                 raise InvalidPrivateDataError(
                     f"{self.observed}: {groups.shape[0]} group labels for {n_records} records"
                 )
+
+
+def probability_truncation(truncation: float, n_categories: int, family: str) -> float:
+    """Return a0 if 0 < a0 < 1/K (every probability of K in [a0, 1 − (K − 1)·a0]), else raise.
+
+    Raises
+    ------
+    ValueError
+        If a0 is not finite and > 0 (an untruncated simplex has Δ = ∞) or a0 >= 1/K; the
+        message starts with ``family``.
+    """
+    a0 = float(truncation)
+    if not math.isfinite(a0) or a0 <= 0:
+        raise ValueError(
+            f"{family}: Δ is infinite without a truncation of the probabilities; give "
+            f"truncation a0 > 0 (each probability >= a0), got {truncation!r}"
+        )
+    if a0 * n_categories >= 1:
+        raise ValueError(f"{family}: truncation a0 must be < 1/{n_categories}, got {a0}")
+    return a0
+
+
+def private_trials_log_likelihood_bound(max_trials: int, smallest_probability: float) -> float:
+    """Δ of one Binomial/Multinomial record whose number of trials m ∈ 0..M is private.
+
+    With h kept, log Pr(y | m, θ) = log h(y) + Σ_j y_j log θ_j lies in [M·log θ_min, 0]: 0 for
+    a record with no trials, M·log θ_min for M trials all in the least likely outcome. Both are
+    reached, so Δ = M·log(1/θ_min) nats, with θ_min the smallest probability of the truncated
+    parameter space (a0, or min(lower, 1 − upper) for a truncated Beta). Grouped records give
+    the same range (Foulds et al. 2016, eq. 9 and 13; :mod:`pymc_dp.families.bounds`).
+
+    Raises
+    ------
+    ValueError
+        If M < 1 is not an integer, or θ_min is not in (0, 1/2] (Δ = ∞ without truncation).
+    """
+    if int(max_trials) != max_trials or max_trials < 1:
+        raise ValueError(f"max_trials must be an integer >= 1, got {max_trials!r}")
+    if not 0 < smallest_probability <= 0.5:
+        raise ValueError(
+            "Δ is infinite without a truncation of the probabilities; the smallest probability "
+            f"must lie in (0, 1/2], got {smallest_probability!r}"
+        )
+    return int(max_trials) * math.log(1 / smallest_probability)

@@ -1,4 +1,4 @@
-"""Beta–Bernoulli and Beta–Binomial conjugate families.
+"""The Beta family: Beta–Bernoulli and Beta–Binomial statistics, their Δ, the tempered update.
 
 Per-record statistic S(x) = (successes, failures) = (y, m − y) for m trials (m = 1 for
 Bernoulli). Aggregate over records in a group: (n₊, n₋). Posterior (Foulds et al. 2016, §3.1,
@@ -6,21 +6,41 @@ Beta–Bernoulli example; eq. 11): Beta(α + n₊, β + n₋). Foulds prints h(x
 base measure; the correct value is h(x) = 1 (log h = 0), which is what the log-likelihood
 below uses. For the Binomial, log h(x) = log C(m, y) depends only on the data; it is dropped
 (it is a constant in θ, and it would read raw data).
+
+Log-likelihood bounds Δ (nats; :mod:`pymc_dp.families.bounds`) of one record with p in
+[a0, 1 − a0]: :func:`bernoulli_log_likelihood_bound` (Foulds eq. 15) and
+:func:`binomial_log_likelihood_bound`; with private trials,
+:func:`~pymc_dp.families.base.private_trials_log_likelihood_bound`.
+
+Tempered update (Foulds et al. 2016, §3.1 eq. 14, §4.1 eq. 19): :func:`beta_tempered_parameters`
+and :func:`beta_tempered_draw`, an exact inverse-CDF draw of the truncated Beta.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytensor.tensor as pt
+from scipy.special import gammaln
 
 from pymc_dp.families.base import (
     ConjugateFamily,
     RecordDomain,
+    probability_truncation,
     reject_out_of_range,
     require_integers,
 )
+from pymc_dp.truncated import truncated_beta
 
-__all__ = ["BetaBernoulli", "BetaBinomial"]
+__all__ = [
+    "BetaBernoulli",
+    "BetaBinomial",
+    "bernoulli_log_likelihood_bound",
+    "beta_tempered_draw",
+    "beta_tempered_parameters",
+    "binomial_log_likelihood_bound",
+]
 
 _TINY = np.finfo(np.float64).tiny
 
@@ -81,3 +101,75 @@ class BetaBinomial(_BetaFamily):
         y = np.asarray(data, dtype=np.float64).ravel()
         trials = np.broadcast_to(np.asarray(domain.trials, dtype=np.float64), y.shape)
         return np.column_stack([y, trials - y])
+
+
+# --- log-likelihood bounds Δ ----------------------------------------------------------------
+
+
+def bernoulli_log_likelihood_bound(truncation: float) -> float:
+    """Δ = log((1 − a0)/a0) for a Bernoulli record with p ∈ [a0, 1 − a0] (Foulds eq. 15).
+
+    For ε = 1 and a0 = 0.2, T = 2Δ/ε = 2 log 4 ≈ 2.77 (Foulds Fig. 1, printed as 2.7).
+
+    Raises
+    ------
+    ValueError
+        If a0 <= 0 (Δ = ∞) or a0 >= 1/2.
+    """
+    a0 = probability_truncation(truncation, 2, "bernoulli")
+    return math.log((1 - a0) / a0)
+
+
+def binomial_log_likelihood_bound(n_trials: int, truncation: float) -> float:
+    """Δ of one Binomial(n, p) record (y in 0..n) with p ∈ [a0, 1 − a0].
+
+    log Pr(y | p) = log C(n, y) + y·logit(p) + n·log(1 − p). The last term cancels between
+    records, so Δ = sup_p (max_y f_p − min_y f_p) with f_p(y) = log C(n, y) + y·logit(p).
+    This is convex in logit(p), so the supremum is at p = a0 or p = 1 − a0. For n = 1 it is
+    the Bernoulli bound.
+
+    It also bounds grouped records (``p[group]``): at p = a0 the range includes f(0) − f(n) =
+    n·log((1 − a0)/a0), which is the range of y·log p + (n − y)·log(1 − p) over every y and p,
+    i.e. the mechanism's Δ with c = log h (:mod:`pymc_dp.families.bounds`) for any pair of
+    groups.
+
+    Raises
+    ------
+    ValueError
+        If n < 1 is not an integer, or a0 is missing or invalid.
+    """
+    if int(n_trials) != n_trials or n_trials < 1:
+        raise ValueError(f"binomial: n_trials must be an integer >= 1, got {n_trials!r}")
+    a0 = probability_truncation(truncation, 2, "binomial")
+    y = np.arange(int(n_trials) + 1)
+    log_choose = gammaln(n_trials + 1) - gammaln(y + 1) - gammaln(n_trials - y + 1)
+    ranges = []
+    for p in (a0, 1 - a0):
+        f = log_choose + y * math.log(p / (1 - p))
+        ranges.append(f.max() - f.min())
+    return float(max(ranges))
+
+
+# --- tempered update ------------------------------------------------------------------------
+
+
+def beta_tempered_parameters(
+    prior_parameters: tuple[np.ndarray, ...], statistics: np.ndarray, temperature: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) of Beta(α, β) × successes s, failures f, raised to 1/T.
+
+    Beta((α − 1 + s)/T + 1, (β − 1 + f)/T + 1): every exponent of the conjugate posterior
+    divided by T (Foulds et al. 2016, §3.1 eq. 14). ``statistics`` has shape (G, 2), columns
+    (s, f); ``prior_parameters`` is (α, β), broadcast to (G,).
+    """
+    alpha, beta = prior_parameters
+    t = float(temperature)
+    return (alpha - 1 + statistics[:, 0]) / t + 1, (beta - 1 + statistics[:, 1]) / t + 1
+
+
+def beta_tempered_draw(
+    parameters: tuple[np.ndarray, ...], bounds: tuple[float, float], rng: np.random.Generator
+) -> np.ndarray:
+    """Exact draw of Beta(a, b) truncated to bounds = (lower, upper), elementwise (inverse CDF)."""
+    a, b = parameters
+    return truncated_beta(a, b, bounds[0], bounds[1], rng)

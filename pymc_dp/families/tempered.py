@@ -1,17 +1,21 @@
-"""Exact draws from one block's conditional posterior at temperature T.
+"""Exact draws from one block's conditional posterior at temperature T: the dispatcher.
 
 Foulds et al. (2016), §3.1 eq. (14) and §4.1 eq. (19): the update of block θ_l samples
 Pr(θ_l, θ_¬l, X)^{1/T} on the truncated parameter space. Only the block's own prior and
 likelihoods depend on θ_l, and both are conjugate, so the tempered conditional is the
-conjugate posterior with every exponent divided by T, truncated:
+conjugate posterior with every exponent divided by T, truncated. Each family module owns its
+update; this module picks it by the block's kind:
 
-* Beta(α, β) prior, s successes and f failures:
-  Beta((α − 1 + s)/T + 1, (β − 1 + f)/T + 1) on [lower, upper];
-* Gamma(α, rate β) prior, Poisson counts with sum Σy over n records:
-  Gamma((α − 1 + Σy)/T + 1, rate (β + n)/T) on [lower, upper];
-* Normal(μ₀, σ₀²) prior, Normal records with known σ (statistics Σx/σ² and n/σ²):
-  Normal(m, T/P) on [lower, upper], with P = 1/σ₀² + n/σ² and m = (μ₀/σ₀² + Σx/σ²)/P;
-* Dirichlet(α) prior truncated at a0, counts n: the truncated Dirichlet((α − 1 + n)/T + 1),
+* ``"beta"`` — :func:`pymc_dp.families.beta.beta_tempered_parameters`: Beta(α, β) prior, s
+  successes and f failures: Beta((α − 1 + s)/T + 1, (β − 1 + f)/T + 1) on [lower, upper];
+* ``"gamma"`` — :func:`pymc_dp.families.gamma.gamma_tempered_parameters`: Gamma(α, rate β)
+  prior, Poisson counts with sum Σy over n records: Gamma((α − 1 + Σy)/T + 1, rate (β + n)/T)
+  on [lower, upper];
+* ``"normal"`` — :func:`pymc_dp.families.normal.normal_tempered_parameters`: Normal(μ₀, σ₀²)
+  prior, Normal records with known σ (statistics Σx/σ² and n/σ²): Normal(m, T/P) on
+  [lower, upper], with P = 1/σ₀² + n/σ² and m = (μ₀/σ₀² + Σx/σ²)/P;
+* ``"dirichlet"`` — :func:`pymc_dp.families.dirichlet.dirichlet_tempered_parameters`:
+  Dirichlet(α) prior truncated at a0, counts n: the truncated Dirichlet((α − 1 + n)/T + 1),
   updated by the Fang et al. (2000) kernel: K − 1 exact conditional pair updates
   (:func:`pymc_dp.truncated.truncated_dirichlet_gibbs`), each an exponential mechanism.
 
@@ -29,16 +33,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_dp.truncated import (
-    truncated_beta,
-    truncated_dirichlet_gibbs,
-    truncated_gamma,
-    truncated_normal,
-)
+from pymc_dp.families.beta import beta_tempered_draw, beta_tempered_parameters
+from pymc_dp.families.dirichlet import dirichlet_tempered_draw, dirichlet_tempered_parameters
+from pymc_dp.families.gamma import gamma_tempered_draw, gamma_tempered_parameters
+from pymc_dp.families.normal import normal_tempered_draw, normal_tempered_parameters
 
 __all__ = ["TEMPERING", "tempered_draw", "tempered_parameters"]
 
 TEMPERING = ("joint", "likelihood")
+
+_PARAMETERS = {
+    "beta": beta_tempered_parameters,
+    "gamma": gamma_tempered_parameters,
+    "normal": normal_tempered_parameters,
+    "dirichlet": dirichlet_tempered_parameters,
+}
+_EXACT_DRAWS = {
+    "beta": beta_tempered_draw,
+    "gamma": gamma_tempered_draw,
+    "normal": normal_tempered_draw,
+}
 
 
 def tempered_parameters(
@@ -57,7 +71,7 @@ def tempered_parameters(
         Beta (α, β); Gamma (α, scale = 1/rate) as PyMC stores it; Normal (μ₀, σ₀);
         Dirichlet (α,). Each broadcast to the groups: shape (G,), or (G, K) for Dirichlet.
     statistics : ndarray, shape (G, d)
-        The block's exact sufficient statistics (:class:`~pymc_dp.tempered.TemperedBlock`).
+        The block's exact sufficient statistics (:class:`~pymc_dp.analysis.tempered.TemperedBlock`).
     temperature : float
         T >= 1.
     part : {"joint", "likelihood"}
@@ -77,27 +91,11 @@ def tempered_parameters(
         raise ValueError(f"temperature must be >= 1, got {temperature!r}")
     if part not in TEMPERING:
         raise ValueError(f"part must be one of {TEMPERING}, got {part!r}")
+    if kind not in _PARAMETERS:
+        raise ValueError(f"unknown block kind {kind!r}")
     if part == "likelihood":  # the prior at T = 1 with the likelihood's statistics over T
         statistics, temperature = np.asarray(statistics) / temperature, 1.0
-    t = float(temperature)
-    if kind == "beta":
-        alpha, beta = prior_parameters
-        return (alpha - 1 + statistics[:, 0]) / t + 1, (beta - 1 + statistics[:, 1]) / t + 1
-    if kind == "gamma":
-        alpha, scale = prior_parameters
-        return (alpha - 1 + statistics[:, 0]) / t + 1, (1 / scale + statistics[:, 1]) / t
-    if kind == "normal":
-        mu, sigma = prior_parameters
-        precision = 1 / sigma**2 + statistics[:, 1]
-        mean = (mu / sigma**2 + statistics[:, 0]) / precision
-        return mean, np.sqrt(t / precision)
-    if kind == "dirichlet":
-        (alpha,) = prior_parameters
-        return ((alpha - 1 + statistics) / t + 1,)
-    raise ValueError(f"unknown block kind {kind!r}")
-
-
-_TRUNCATED = {"beta": truncated_beta, "gamma": truncated_gamma, "normal": truncated_normal}
+    return _PARAMETERS[kind](prior_parameters, statistics, float(temperature))
 
 
 def tempered_draw(
@@ -134,7 +132,7 @@ def tempered_draw(
     if kind == "dirichlet":
         if current is None or size:
             raise ValueError("a Dirichlet block is updated from its current value, one at a time")
-        return truncated_dirichlet_gibbs(current, parameters[0], bounds[0], rng)
+        return dirichlet_tempered_draw(parameters, bounds, rng, current)
     shape = (*size, statistics.shape[0])
-    first, second = (np.broadcast_to(p, shape) for p in parameters)
-    return _TRUNCATED[kind](first, second, bounds[0], bounds[1], rng)
+    broadcast = tuple(np.broadcast_to(p, shape) for p in parameters)
+    return _EXACT_DRAWS[kind](broadcast, bounds, rng)

@@ -2,7 +2,8 @@
 
 * :mod:`~pymc_dp.hmm.cells` — the public region × time grid and the count tensor n[r,t,d,j];
 * :mod:`~pymc_dp.hmm.gibbs` — FFBS, the collapsed single-site sampler and conjugate updates;
-* :mod:`~pymc_dp.hmm.privacy` — Laplace release of the tensor and OPS temperature and costs;
+* :mod:`~pymc_dp.hmm.privacy` — Laplace release of the tensor, the log-likelihood bound Δ and
+  the OPS temperature and costs;
 * :mod:`~pymc_dp.hmm.relabel` — relabelling of states across chains (post-processing);
 * :mod:`~pymc_dp.routes.hmm` — the private sampling behind :func:`pymc_dp.sample`.
 
@@ -15,6 +16,8 @@ from pymc_dp.hmm.privacy import (
     OPSCost,
     cell_counts_sensitivity,
     emission_lower_bounds,
+    feature_log_likelihood_bounds,
+    gibbs_sweep_weight,
     log_likelihood_bound,
     ops_cost,
     ops_worst_case_epsilon,
@@ -30,6 +33,8 @@ __all__ = [
     "cell_counts_from_frame",
     "cell_counts_sensitivity",
     "emission_lower_bounds",
+    "feature_log_likelihood_bounds",
+    "gibbs_sweep_weight",
     "log_likelihood_bound",
     "ops_cost",
     "ops_worst_case_epsilon",

@@ -17,13 +17,18 @@ replacing it changes the log-likelihood of any (θ, A, z) by at most
 
     Δ = Σ_d Δ_d,  Δ_d = log((1 - (K_d - 1)·a0_d) / a0_d) = log((M - 1)·K_d + 1),
 
-so one draw of (θ, A, z) from the joint at temperature T = 2Δ/ε is ε-DP — *if* the Gibbs
-chain producing it has converged. Without that assumption the chain is a composition of
-exponential mechanisms: each FFBS state update is an exact draw at T and costs 2Δ/T; each of
-the K_d - 1 pair updates of the truncated-Dirichlet kernel for feature d changes a score
-whose range moves by at most 2Δ_d and costs 2Δ_d/T; transition updates read no data.
-:func:`ops_worst_case_epsilon` composes these over every sweep, tuning included
-(cf. Foulds' "ε^(Gibbs) <= 400ε", §5.2).
+so one draw of (θ, A, z) from the joint at temperature T = 2Δ/ε is ε-DP — *if* the Gibbs chain
+producing it has converged. T is capped at 1 and only what is spent is charged
+(:func:`pymc_dp.mechanisms.exponential.calibrate_temperature`). Without that assumption the
+chain is a composition of exponential mechanisms: each FFBS state update is an exact draw at T
+and costs 2Δ/T; each of the K_d - 1 pair updates of the truncated-Dirichlet kernel for feature
+d changes a score whose range moves by at most 2Δ_d and costs 2Δ_d/T; transition updates read
+no data. One sweep thus weighs W = 2Δ + Σ_d (K_d − 1)·2Δ_d at T = 1
+(:func:`gibbs_sweep_weight`), and :func:`ops_worst_case_epsilon` composes W/T over every sweep,
+tuning included (cf. Foulds' "ε^(Gibbs) <= 400ε", §5.2).
+
+Δ and Δ_d are the *log-likelihood bounds* (:func:`log_likelihood_bound`,
+:func:`feature_log_likelihood_bounds`), in nats.
 """
 
 from __future__ import annotations
@@ -32,16 +37,18 @@ import math
 
 import numpy as np
 
-from pymc_dp.families.bounds import categorical_delta
+from pymc_dp.families.dirichlet import categorical_log_likelihood_bound
 from pymc_dp.hmm.cells import CellCounts, validate_counts
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
+from pymc_dp.mechanisms.exponential import TemperatureCalibration, calibrate_temperature
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
-from pymc_dp.theory import ops_temperature
 
 __all__ = [
     "OPSCost",
     "cell_counts_sensitivity",
     "emission_lower_bounds",
+    "feature_log_likelihood_bounds",
+    "gibbs_sweep_weight",
     "log_likelihood_bound",
     "ops_cost",
     "ops_worst_case_epsilon",
@@ -163,11 +170,11 @@ def emission_lower_bounds(n_categories, truncation: float) -> np.ndarray:
     return 1.0 / (truncation * np.asarray(n_categories, dtype=np.float64))
 
 
-def feature_deltas(n_categories, lower) -> np.ndarray:
+def feature_log_likelihood_bounds(n_categories, lower) -> np.ndarray:
     """Δ_d = log((1 - (K_d - 1)·a0_d) / a0_d) per feature, in nats, shape (D,).
 
-    Each is :func:`pymc_dp.families.bounds.categorical_delta`; a feature with a single
-    category has Δ_d = 0.
+    Each is :func:`pymc_dp.families.dirichlet.categorical_log_likelihood_bound`; a feature
+    with a single category has Δ_d = 0.
 
     Raises
     ------
@@ -183,14 +190,14 @@ def feature_deltas(n_categories, lower) -> np.ndarray:
     lower = np.broadcast_to(np.asarray(lower, dtype=np.float64), n_categories.shape)
     return np.array(
         [
-            categorical_delta(a0, k) if k > 1 else 0.0
+            categorical_log_likelihood_bound(a0, k) if k > 1 else 0.0
             for a0, k in zip(lower, n_categories, strict=True)
         ]
     )
 
 
 def log_likelihood_bound(n_categories, lower) -> float:
-    """Δ = Σ_d Δ_d (:func:`feature_deltas`), in nats (Foulds eq. 15 generalised).
+    """Δ = Σ_d Δ_d (:func:`feature_log_likelihood_bounds`), nats (Foulds eq. 15 generalised).
 
     The largest change of one record's log-likelihood Σ_d log θ^{(z,d)}_{x_d} when the record
     is replaced, over the truncated parameter space.
@@ -200,7 +207,36 @@ def log_likelihood_bound(n_categories, lower) -> float:
     ValueError
         If ``lower`` is None (untruncated: Δ = ∞) or some a0_d is not in (0, 1/K_d).
     """
-    return float(np.sum(feature_deltas(n_categories, lower)))
+    return float(np.sum(feature_log_likelihood_bounds(n_categories, lower)))
+
+
+def gibbs_sweep_weight(n_categories, lower) -> float:
+    """W = 2Δ + Σ_d (K_d − 1)·2Δ_d: one record's cost of one Gibbs sweep at T = 1, nats.
+
+    The FFBS state update is one exponential mechanism of sensitivity Δ; the truncated
+    Dirichlet of feature d is updated by K_d − 1 pair updates, each of sensitivity Δ_d;
+    transition updates read no data (Foulds et al. 2016, §4.1 eq. 19-20, App. E.1; module
+    docstring). A sweep at temperature T costs W/T.
+
+    Raises
+    ------
+    ValueError
+        If ``lower`` is None (untruncated: Δ = ∞), some a0_d is not in (0, 1/K_d), or every
+        feature has one category (Δ = 0: the records do not enter the likelihood).
+    """
+    per_feature = feature_log_likelihood_bounds(n_categories, lower)
+    _require_data_dependence(per_feature)
+    pair_updates = np.asarray(n_categories) - 1  # per feature, per sweep
+    return 2.0 * float(per_feature.sum()) + float(np.sum(pair_updates * 2.0 * per_feature))
+
+
+def _require_data_dependence(per_feature: np.ndarray) -> None:
+    """Refuse Δ = 0 (every feature has one category): nothing to calibrate or to charge."""
+    if not per_feature.sum() > 0:
+        raise ValueError(
+            "every feature has a single category, so the records do not enter the likelihood "
+            "(Δ = 0): there is nothing to calibrate a posterior-sampling release to"
+        )
 
 
 class OPSCost:
@@ -208,30 +244,37 @@ class OPSCost:
 
     Attributes
     ----------
-    delta : float
-        Δ, nats.
+    log_likelihood_bound : float
+        Δ, nats (:func:`log_likelihood_bound`).
+    calibration : TemperatureCalibration
+        :func:`~pymc_dp.mechanisms.exponential.calibrate_temperature` of one draw (cost 2Δ
+        at T = 1) at the requested ε.
     temperature : float
         T = max(1, 2Δ/ε): above ε = 2Δ the exact posterior is used (never sharpened).
     epsilon : float
         ε charged for one converged draw: min(ε requested, 2Δ).
+    sweep_weight : float
+        W, one record's cost of one full Gibbs sweep at T = 1 (:func:`gibbs_sweep_weight`).
     sweep_epsilon : float
-        Worst-case cost of one full Gibbs sweep (states + emissions), by composition.
+        Worst-case cost of one full Gibbs sweep (states + emissions) at T, by composition: W/T.
     """
 
     def __init__(self, n_categories, lower, epsilon: float) -> None:
         validate_epsilon(epsilon)
-        per_feature = feature_deltas(n_categories, lower)
-        self.delta = float(per_feature.sum())
-        self.temperature = max(1.0, ops_temperature(self.delta, epsilon))
-        self.epsilon = 2.0 * self.delta / self.temperature
-        pair_updates = np.asarray(n_categories) - 1  # per feature, per sweep
-        theta_cost = float(np.sum(pair_updates * 2.0 * per_feature)) / self.temperature
-        self.sweep_epsilon = self.epsilon + theta_cost
+        self.sweep_weight = gibbs_sweep_weight(n_categories, lower)
+        self.log_likelihood_bound = log_likelihood_bound(n_categories, lower)
+        self.calibration: TemperatureCalibration = calibrate_temperature(
+            2.0 * self.log_likelihood_bound, epsilon
+        )
+        self.temperature = self.calibration.temperature
+        self.epsilon = self.calibration.epsilon
+        self.sweep_epsilon = self.sweep_weight / self.temperature
 
     def __repr__(self) -> str:
         return (
-            f"OPSCost(delta={self.delta:.4g}, temperature={self.temperature:.4g}, "
-            f"epsilon={self.epsilon:.4g}, sweep_epsilon={self.sweep_epsilon:.4g})"
+            f"OPSCost(log_likelihood_bound={self.log_likelihood_bound:.4g}, "
+            f"temperature={self.temperature:.4g}, epsilon={self.epsilon:.4g}, "
+            f"sweep_epsilon={self.sweep_epsilon:.4g})"
         )
 
 
@@ -276,7 +319,7 @@ def record_ops_release(
         mechanism="ops",
         epsilon=n_chains * cost.epsilon,
         delta=0.0,
-        sensitivity=cost.delta,
+        sensitivity=cost.log_likelihood_bound,
         neighbouring=neighbouring,
         variables=variables,
         noise_backend="numpy",

@@ -1,5 +1,24 @@
-"""Privacy mechanisms: measurements that turn a statistic into a noisy release."""
+"""Privacy mechanisms: measurements that turn private data into a release, and their calibration.
 
+* :mod:`~pymc_dp.mechanisms.laplace` — Laplace noise on a statistic of bounded sensitivity;
+* :mod:`~pymc_dp.mechanisms.statistics` — the Laplace release of conjugate sufficient statistics;
+* :mod:`~pymc_dp.mechanisms.exponential` — the temperature of posterior sampling (the
+  exponential mechanism) and of a Gibbs posterior: the one place T is calibrated and capped;
+* :mod:`~pymc_dp.mechanisms.ops` — one exact posterior sample of a truncated Beta–Bernoulli.
+"""
+
+from pymc_dp.mechanisms.exponential import (
+    TemperatureCalibration,
+    calibrate_temperature,
+    gibbs_posterior_inverse_temperature,
+)
 from pymc_dp.mechanisms.laplace import NOISE_BACKENDS, laplace_scale, release_laplace
 
-__all__ = ["NOISE_BACKENDS", "laplace_scale", "release_laplace"]
+__all__ = [
+    "NOISE_BACKENDS",
+    "TemperatureCalibration",
+    "calibrate_temperature",
+    "gibbs_posterior_inverse_temperature",
+    "laplace_scale",
+    "release_laplace",
+]

@@ -9,7 +9,8 @@ sampled exactly by the inverse CDF (:func:`pymc_dp.truncated.truncated_beta`): n
 convergence assumption.
 
 If ε > 2Δ, T is capped at 1 (the exact truncated posterior) and only 2Δ is charged; the
-posterior is never sharpened (Foulds §2.2: "cap ε at 2Δ").
+posterior is never sharpened (Foulds §2.2: "cap ε at 2Δ";
+:func:`pymc_dp.mechanisms.exponential.calibrate_temperature`).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import numpy as np
 from scipy import special
 
 from pymc_dp.errors import InvalidPrivateDataError
-from pymc_dp.families.bounds import bernoulli_delta
+from pymc_dp.families.beta import bernoulli_log_likelihood_bound
 from pymc_dp.families.tempered import tempered_parameters
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
-from pymc_dp.theory import ops_temperature
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_neighbouring
+from pymc_dp.mechanisms.exponential import calibrate_temperature
 from pymc_dp.truncated import truncated_beta
 
 __all__ = [
@@ -41,7 +42,8 @@ def tempered_beta_parameters(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Parameters of Beta(s + α, N − s + β) raised to the power 1/T: ((c − 1)/T + 1) each.
 
-    :func:`pymc_dp.tempered.tempered_parameters` for a Beta block with counts (s, N − s).
+    :func:`pymc_dp.families.tempered.tempered_parameters` for a Beta block with counts
+    (s, N − s).
     """
     successes, trials = np.broadcast_arrays(np.asarray(successes, float), trials)
     statistics = np.stack([successes, trials - successes], axis=-1).reshape(-1, 2)
@@ -101,15 +103,16 @@ def beta_bernoulli_ops(
         raise ValueError("OPS with Δ = log((1 − a0)/a0) is calibrated for replace-one neighbours")
     if not (alpha > 0 and beta > 0):
         raise ValueError(f"alpha and beta must be > 0, got {alpha!r}, {beta!r}")
-    delta = bernoulli_delta(truncation)
-    temperature = max(1.0, ops_temperature(delta, validate_epsilon(epsilon)))
+    bound = bernoulli_log_likelihood_bound(truncation)
+    calibration = calibrate_temperature(2 * bound, epsilon)
+    temperature = calibration.temperature
     a, b = tempered_beta_parameters(records.sum(), records.size, alpha, beta, temperature)
     ledger.charge(
         PrivacyEvent(
             mechanism="ops",
-            epsilon=2 * delta / temperature,
+            epsilon=calibration.epsilon,
             delta=0.0,
-            sensitivity=delta,
+            sensitivity=bound,
             neighbouring=neighbouring,
             variables=("theta",),
             noise_backend="numpy",
@@ -165,7 +168,7 @@ def beta_bernoulli_local_epsilon(
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes}/{trials}")
     if temperature < 1:
         raise ValueError(f"temperature must be >= 1, got {temperature!r}")
-    delta = bernoulli_delta(truncation)
+    bound = bernoulli_log_likelihood_bound(truncation)
 
     def log_z(s: int) -> float:
         a, b = tempered_beta_parameters(s, trials, alpha, beta, temperature)
@@ -173,7 +176,7 @@ def beta_bernoulli_local_epsilon(
 
     here = log_z(successes)
     neighbours = [s for s in (successes - 1, successes + 1) if 0 <= s <= trials]
-    return max(delta / temperature + abs(here - log_z(s)) for s in neighbours)
+    return max(bound / temperature + abs(here - log_z(s)) for s in neighbours)
 
 
 def greedy_adversary(

@@ -12,8 +12,15 @@ import pymc as pm
 import xarray as xr
 
 from pymc_dp.analysis import Recognised
-from pymc_dp.hmm.privacy import ops_cost, record_ops_release, release_cell_counts
+from pymc_dp.hmm.privacy import (
+    gibbs_sweep_weight,
+    log_likelihood_bound,
+    ops_cost,
+    record_ops_release,
+    release_cell_counts,
+)
 from pymc_dp.ledger import PrivacyEvent, validate_epsilon
+from pymc_dp.mechanisms.exponential import calibrate_temperature
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
@@ -112,18 +119,21 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
     """Release every draw: each update is an exponential mechanism, all updates compose.
 
     Foulds et al. 2016, §4.1 eq. (19)-(20): an update at temperature T costs 2Δ_l/T. One
-    FFBS sweep costs (2Δ + Σ_d (K_d − 1)·2Δ_d)/T (:class:`~pymc_dp.hmm.privacy.OPSCost`), so
-    n = chains × (tune + draws) sweeps — tuning included, every kept draw depends on it —
-    cost ε at T = n·(2Δ + Σ_d (K_d − 1)·2Δ_d)/ε. No convergence assumption is needed.
+    FFBS sweep costs W/T with W = 2Δ + Σ_d (K_d − 1)·2Δ_d
+    (:func:`~pymc_dp.hmm.privacy.gibbs_sweep_weight`), so n = chains × (tune + draws) sweeps
+    — tuning included, every kept draw depends on it — cost ε at T = max(1, n·W/ε)
+    (:func:`~pymc_dp.mechanisms.exponential.calibrate_temperature`). No convergence
+    assumption is needed.
     """
     if neighbouring != "replace-one":
         raise ValueError("the HMM's exponential-mechanism Gibbs is calibrated for replace-one")
     chains = int(kwargs.setdefault("chains", 1))
     n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
-    unit = ops_cost(spec.counts.n_categories, spec.lower, 1.0)
-    per_sweep_at_one = unit.sweep_epsilon * unit.temperature  # the cost of a sweep at T = 1
-    temperature = max(1.0, n_sweeps * per_sweep_at_one / epsilon)
-    total = n_sweeps * per_sweep_at_one / temperature
+    n_categories = spec.counts.n_categories
+    calibration = calibrate_temperature(
+        gibbs_sweep_weight(n_categories, spec.lower), epsilon, n_sweeps
+    )
+    temperature, total = calibration.temperature, calibration.epsilon
     ledger.check(total)
     with spec.rebuild(spec.counts), route_context():
         step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
@@ -133,13 +143,12 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
             mechanism="gibbs-exponential",
             epsilon=total,
             delta=0.0,
-            sensitivity=unit.delta,
+            sensitivity=log_likelihood_bound(n_categories, spec.lower),
             neighbouring=neighbouring,
             variables=spec.variable_names,
             noise_backend="numpy",
             statistic=(
-                f"every draw of {n_sweeps} Gibbs sweeps (tuning included) "
-                f"at T = {temperature:.4g}"
+                f"every draw of {n_sweeps} Gibbs sweeps (tuning included) at T = {temperature:.4g}"
             ),
             source=EXPONENTIAL_GIBBS_SOURCE,
             temperature=temperature,

@@ -22,7 +22,7 @@ one draw of the tempered joint Pr(θ, X)^{1/T} and costs 2Δ/T (the exponential 
 update of every sweep is an exponential mechanism and every draw is released: n = chains ×
 (tune + draws) sweeps compose, tuning included because every kept draw depends on it. One T
 for all blocks, T = n·W/ε with W the per-record cost of one sweep at T = 1
-(:meth:`~pymc_dp.tempered.TemperedModel.sweep_weight`). No convergence assumption.
+(:meth:`~pymc_dp.analysis.tempered.TemperedModel.sweep_weight`). No convergence assumption.
 
 ``mechanism="metropolis"`` — private Metropolis (App. C.1, Theorem C.1), see
 :mod:`pymc_dp.steps.private_metropolis`.
@@ -35,12 +35,14 @@ hyperpriors from being flattened by a large T. The default is the paper's joint 
 or the likelihood's when the model has hyperpriors: a hyperprior raised to 1/T may not be
 integrable (explicit joint tempering then warns).
 
-In every case: T is capped at 1 and only what is spent is charged (never a sharpened
-posterior; §2.2 "cap ε at 2Δ"); the whole cost is checked against the budget before anything
-is sampled (``BudgetExceededError``, nothing drawn); the event is recorded before the trace
-is returned; hyperpriors are sampled by PyMC on the data-free model (:func:`pymc_dp.
-private_model.data_free_model`; tempered at the same T under joint tempering), so no sampler
-other than the private step reads a record, and the trace carries no raw data (nor ``lp``).
+In every case: T is capped at 1 and only what is spent is charged (never a sharpened posterior;
+§2.2 "cap ε at 2Δ"; :func:`pymc_dp.mechanisms.exponential.calibrate_temperature` with the cost
+of one release at T = 1: 2Δ per draw or step, W per sweep); the whole cost is checked against
+the budget before anything is sampled (``BudgetExceededError``, nothing drawn); the event is
+recorded before the trace is returned; hyperpriors are sampled by PyMC on the data-free model
+(:func:`pymc_dp.analysis.rewrite.data_free_model`; tempered at the same T under joint
+tempering), so no sampler other than the private step reads a record, and the trace carries no
+raw data (nor ``lp``).
 """
 
 from __future__ import annotations
@@ -57,13 +59,13 @@ from pymc_dp.analysis.rewrite import data_free_model
 from pymc_dp.analysis.tempered import TemperedModel
 from pymc_dp.families.tempered import TEMPERING
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
+from pymc_dp.mechanisms.exponential import calibrate_temperature
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.steps.private_metropolis import PrivateMetropolis
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
-from pymc_dp.theory import ops_temperature
 from pymc_dp.traces import keep_groups, last_draw, refuse_leaky_options
 
 __all__ = ["RELEASES", "TEMPERED_MECHANISMS", "run_tempered"]
@@ -200,7 +202,7 @@ class _Run:
             PrivacyEvent(
                 mechanism=mechanism,
                 delta=fields.pop("delta", 0.0),
-                sensitivity=self.analysis.record_delta(),
+                sensitivity=self.analysis.record_log_likelihood_bound(),
                 neighbouring="replace-one",
                 variables=self.analysis.priors,
                 noise_backend="numpy",
@@ -244,8 +246,8 @@ def _chains_and_sweeps(kwargs, draws: int) -> tuple[int, int]:
 def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
     chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
     weight = run.analysis.sweep_weight()
-    temperature = max(1.0, n_sweeps * weight / epsilon)
-    total = n_sweeps * weight / temperature
+    calibration = calibrate_temperature(weight, epsilon, n_sweeps)
+    temperature, total = calibration.temperature, calibration.epsilon
     run.ledger.check(total)
     idata = run.private_step_trace(temperature, draws, kwargs)
     run.charge(
@@ -267,9 +269,9 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
     chains = int(kwargs.setdefault("chains", 1))
     per_chain = 1 if release == "last" else int(draws)
     n_draws = chains * per_chain
-    delta = run.analysis.record_delta()
-    temperature = max(1.0, ops_temperature(delta, epsilon / n_draws))
-    total = n_draws * 2 * delta / temperature
+    bound = run.analysis.record_log_likelihood_bound()
+    calibration = calibrate_temperature(2 * bound, epsilon, n_draws)
+    temperature, total = calibration.temperature, calibration.epsilon
     run.ledger.check(total)
     kwargs.update(tune=0, compute_convergence_checks=False)
     with warnings.catch_warnings():
@@ -289,9 +291,9 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
 def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     refuse_leaky_options(kwargs)
     chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
-    delta = run.analysis.record_delta()
-    temperature = max(1.0, ops_temperature(delta, epsilon / chains))
-    total = chains * 2 * delta / temperature
+    bound = run.analysis.record_log_likelihood_bound()
+    calibration = calibrate_temperature(2 * bound, epsilon, chains)
+    temperature, total = calibration.temperature, calibration.epsilon
     run.ledger.check(total)
     with warnings.catch_warnings():  # PyMC's warnings read every draw
         warnings.simplefilter("ignore")
@@ -335,7 +337,7 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
         raise ValueError("mechanism='metropolis' needs a public, fixed proposal_scale")
     proposal_scale = kwargs.pop("proposal_scale")
     chains, n_steps = _chains_and_sweeps(kwargs, draws)
-    bound = run.analysis.record_delta()
+    bound = run.analysis.record_log_likelihood_bound()
     if release == "chain":
         if not assume_rejection_bound:
             raise ValueError(
@@ -349,14 +351,15 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
             )
         if not 0 < delta < 1:
             raise ValueError("release='chain' needs the declared δ in (0, 1) (Theorem C.1)")
-        temperature = max(1.0, ops_temperature(bound, epsilon / n_steps))
-        cost = (n_steps * 2 * bound / temperature, float(delta))
+        calibration = calibrate_temperature(2 * bound, epsilon, n_steps)
+        cost = (calibration.epsilon, float(delta))
     else:
         if delta:
             raise ValueError("release='last' spends no δ (it assumes convergence): drop delta")
         refuse_leaky_options(kwargs)
-        temperature = max(1.0, ops_temperature(bound, epsilon / chains))
-        cost = (chains * 2 * bound / temperature, 0.0)
+        calibration = calibrate_temperature(2 * bound, epsilon, chains)
+        cost = (calibration.epsilon, 0.0)
+    temperature = calibration.temperature
     run.ledger.check(*cost)
     tempered = temper(run.model, temperature, part=run.tempering)
     with tempered, route_context(), warnings.catch_warnings():

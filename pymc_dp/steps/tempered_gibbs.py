@@ -181,7 +181,9 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
         self.vars = [model.rvs_to_values[rv] for rv in rvs]
         self.temperatures = temperatures
         self.update_costs = {
-            lik.observed: blocks[rv.name].mechanisms_per_update * 2 * lik.delta
+            lik.observed: blocks[rv.name].mechanisms_per_update
+            * 2
+            * lik.log_likelihood_bound
             / temperatures[rv.name]
             for rv in rvs
             for lik in blocks[rv.name].likelihoods

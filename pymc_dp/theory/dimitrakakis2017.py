@@ -1,29 +1,30 @@
-"""Closed-form privacy calculators (pure functions, each citing its source).
+"""Dimitrakakis, Nelson, Zhang, Mitrokotsa & Rubinstein: posterior sampling under Lipschitz
+likelihoods.
 
-Three sources are implemented:
+"Bayesian Differential Privacy through Posterior Sampling" (JMLR version, cited as
+*Dimitrakakis et al.*). This module holds closed-form calculators for:
 
-* Foulds et al. 2016 (one posterior sample, :func:`ops_temperature`);
-* Dimitrakakis, Nelson, Zhang, Mitrokotsa & Rubinstein, "Bayesian Differential Privacy through
-  Posterior Sampling" (JMLR version, cited as *Dimitrakakis et al.*): the per-parameter
-  Lipschitz constant ℓ(θ) (eq. 2), Assumption 1 (ℓ ≤ L) and Assumption 2 (stochastic Lipschitz
-  continuity, constants c, L₀, C), the privacy, robustness, distinguishability and utility
-  bounds built on them, and the constants of the worked examples (Example 1, Lemmas 19-24);
-* Minami, Arai, Sato & Nakagawa, "Differential Privacy without Sensitivity", NeurIPS 2016
-  (cited as *Minami et al.*): the largest inverse temperature β of a Gibbs posterior with a
-  Lipschitz convex loss and a strongly log-concave prior (Theorem 7, Corollary 8), and the δ
-  of an approximate sampler (Proposition 12).
+* the privacy of N posterior samples under Assumption 1 (ℓ(θ) <= L): ε = 2NL (Theorem 8.1,
+  Theorem 17(a); the printed Corollary 10.1 is corrected), and its inverse;
+* the per-family Lipschitz constants ℓ(θ) (eq. 2) and L of Example 1 and Lemmas 19-24;
+* Example 1 / Figure 1 (the finite Bernoulli family) and the mass ξ(Θ_L) of L-Lipschitz
+  parameters (eq. 4);
+* Assumption 2 (stochastic Lipschitz continuity, constants c, L₀, C; eq. 5 and 9): the δ of
+  Theorem 8.2, the failure probability of Corollary 9, the KL robustness of Theorem 7 and the
+  constants of Lemmas 19, 21 and 22;
+* distinguishability (Theorem 13) and the utility gap of Lemma 11.
 
-Where a paper's printed formula is wrong, the corrected form is implemented and the docstring
-says so; where a printed formula is suspect but no correction is known, it is transcribed as
-printed and flagged. Privacy losses under Dimitrakakis et al.'s generalised definition
-(Definition 2) are *per unit of the dataset pseudo-metric ρ*; a classical-DP claim needs the
-largest ρ between neighbouring datasets (e.g. ρ = 1 for Hamming distance).
+Privacy losses under the paper's generalised definition (Definition 2) are *per unit of the
+dataset pseudo-metric ρ*; a classical-DP claim needs the largest ρ between neighbouring
+datasets (e.g. ρ = 1 for Hamming distance). Where a printed formula is wrong the corrected form
+is implemented and the docstring says so; where it is suspect but no correction is known it is
+transcribed as printed and flagged. The guarantees here are calculators: no mechanism of
+pymc_dp depends on them.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -31,13 +32,19 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
-from pymc_dp.families.bounds import categorical_delta
+from pymc_dp.families.dirichlet import categorical_log_likelihood_bound
 from pymc_dp.ledger import validate_epsilon
+from pymc_dp.theory._checks import (
+    interval,
+    non_negative,
+    open_unit,
+    positive,
+    positive_int,
+    warn_if_vacuous,
+)
 
 __all__ = [
     "Assumption2Constants",
-    "VacuousBoundWarning",
-    "approximate_sampling_delta",
     "bayesian_network_classical_epsilon",
     "bayesian_network_lipschitz",
     "bernoulli_lipschitz",
@@ -50,140 +57,20 @@ __all__ = [
     "example1_family",
     "exponential_assumption2_constants",
     "exponential_lipschitz",
-    "gaussian_prior_strong_convexity",
     "kl_robustness_bound",
     "kl_robustness_bound_stochastic",
     "laplace_lipschitz",
     "lipschitz_mass",
-    "logistic_regression_lipschitz",
     "max_posterior_samples",
-    "minami_beta",
-    "minami_corollary8_epsilon_max",
-    "minami_epsilon",
-    "minami_tail_bound",
     "multivariate_normal_lipschitz",
     "normal_known_mean_assumption2_constants",
     "normal_known_mean_lipschitz",
-    "ops_epsilon",
-    "ops_temperature",
     "posterior_sampling_epsilon",
     "psaqr_utility_gap",
     "random_dp_failure_probability",
     "stochastic_lipschitz_c",
     "stochastic_posterior_delta",
 ]
-
-
-class VacuousBoundWarning(UserWarning):
-    """A computed privacy bound is vacuous (e.g. a δ ≥ 1 promises nothing)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Validation helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _positive(value: float, name: str) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` unless it is finite and > 0."""
-    out = float(value)
-    if not math.isfinite(out) or out <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return out
-
-
-def _non_negative(value: float, name: str) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` unless it is finite and >= 0."""
-    out = float(value)
-    if not math.isfinite(out) or out < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return out
-
-
-def _open_unit(value: float, name: str) -> float:
-    """Return ``value`` as a float, or raise ``ValueError`` unless 0 < value < 1."""
-    out = float(value)
-    if not math.isfinite(out) or not 0.0 < out < 1.0:
-        raise ValueError(f"{name} must satisfy 0 < {name} < 1, got {value!r}")
-    return out
-
-
-def _positive_int(value: int, name: str) -> int:
-    """Return ``value`` as an int, or raise ``ValueError`` unless it is an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _interval(lower: float, upper: float, lower_name: str, upper_name: str) -> tuple[float, float]:
-    """Validate 0 < lower < upper < ∞ (the support [c₁, c₂] of a trimmed prior)."""
-    lo = _positive(lower, lower_name)
-    hi = _positive(upper, upper_name)
-    if not lo < hi:
-        raise ValueError(f"need {lower_name} < {upper_name}, got {lower!r} and {upper!r}")
-    return lo, hi
-
-
-def _warn_if_vacuous(value: float, what: str) -> None:
-    if value >= 1.0:
-        warnings.warn(
-            f"{what} = {value:.4g} >= 1: the (0, δ) guarantee is vacuous (it promises nothing)",
-            VacuousBoundWarning,
-            stacklevel=3,
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Foulds et al. 2016
-# --------------------------------------------------------------------------------------------
-
-
-def ops_temperature(delta_log_likelihood: float, epsilon: float) -> float:
-    """Temperature T = 2Δ/ε of the one-posterior-sample mechanism.
-
-    Sampling from Pr(θ | X)^{1/T} with Δ = sup_{x, x', θ} |log Pr(x'|θ) - log Pr(x|θ)| (one
-    record replaced) is ε-DP (Foulds et al. 2016, §3.1, Theorem 2 and eq. 10; Wang et al.
-    2015). The value is *not* capped: a T below 1 would sharpen the posterior, so callers that
-    sample cap it at 1 and charge only 2Δ (see :func:`pymc_dp.hmm.ops_cost`).
-
-    Parameters
-    ----------
-    delta_log_likelihood : float
-        Δ > 0, in nats, data-independent (from the truncation of the parameter space).
-    epsilon : float
-        ε > 0.
-
-    Raises
-    ------
-    ValueError
-        If Δ is not finite and > 0 (an untruncated model has Δ = ∞) or ε is invalid.
-    """
-    return 2.0 * _log_likelihood_bound(delta_log_likelihood) / validate_epsilon(epsilon)
-
-
-def ops_epsilon(delta_log_likelihood: float, temperature: float) -> float:
-    """ε = 2Δ/T of one exact draw at temperature T (the inverse of :func:`ops_temperature`).
-
-    Foulds et al. 2016, §3.1 eq. (10) and (14).
-
-    Raises
-    ------
-    ValueError
-        If Δ is not finite and > 0, or T is not finite and > 0.
-    """
-    temperature = float(temperature)
-    if not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
-    return 2.0 * _log_likelihood_bound(delta_log_likelihood) / temperature
-
-
-def _log_likelihood_bound(delta_log_likelihood: float) -> float:
-    delta = float(delta_log_likelihood)
-    if not math.isfinite(delta) or delta <= 0:
-        raise ValueError(
-            f"the log-likelihood bound must be finite and > 0, got {delta_log_likelihood!r}; "
-            "an untruncated parameter space has an unbounded log-likelihood"
-        )
-    return delta
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,8 +104,8 @@ def posterior_sampling_epsilon(lipschitz: float, n_samples: int = 1) -> float:
     ValueError
         If L is not finite and > 0 or N is not an integer >= 1.
     """
-    lipschitz = _positive(lipschitz, "lipschitz")
-    return 2.0 * _positive_int(n_samples, "n_samples") * lipschitz
+    lipschitz = positive(lipschitz, "lipschitz")
+    return 2.0 * positive_int(n_samples, "n_samples") * lipschitz
 
 
 def max_posterior_samples(epsilon: float, lipschitz: float) -> int:
@@ -244,7 +131,7 @@ def max_posterior_samples(epsilon: float, lipschitz: float) -> int:
     ValueError
         If ε or L is not finite and > 0.
     """
-    ratio = validate_epsilon(epsilon) / (2.0 * _positive(lipschitz, "lipschitz"))
+    ratio = validate_epsilon(epsilon) / (2.0 * positive(lipschitz, "lipschitz"))
     return math.floor(ratio * (1.0 + 1e-12))
 
 
@@ -275,7 +162,7 @@ def bernoulli_lipschitz(theta: float) -> float:
     ValueError
         If θ is not in (0, 1).
     """
-    theta = _open_unit(theta, "theta")
+    theta = open_unit(theta, "theta")
     return abs(math.log(theta) - math.log1p(-theta))
 
 
@@ -303,8 +190,8 @@ def bernoulli_lipschitz_bound(lower: float, upper: float | None = None) -> float
     ValueError
         If the bounds are not 0 < lower < upper < 1.
     """
-    lower = _open_unit(lower, "lower")
-    upper = 1.0 - lower if upper is None else _open_unit(upper, "upper")
+    lower = open_unit(lower, "lower")
+    upper = 1.0 - lower if upper is None else open_unit(upper, "upper")
     if not lower < upper:
         raise ValueError(f"need lower < upper, got lower={lower!r}, upper={upper!r}")
     return max(bernoulli_lipschitz(lower), bernoulli_lipschitz(upper))
@@ -336,8 +223,8 @@ def categorical_lipschitz_bound(min_probability: float, n_categories: int) -> fl
     ValueError
         If K < 2 or a₀ is not in (0, 1/K).
     """
-    # the same supremum as Foulds et al.'s Δ (eq. 15 generalised)
-    return categorical_delta(min_probability, n_categories)
+    # the same supremum as Foulds et al.'s log-likelihood bound Δ (eq. 15 generalised)
+    return categorical_log_likelihood_bound(min_probability, n_categories)
 
 
 def bayesian_network_lipschitz(min_probability: float) -> float:
@@ -362,7 +249,7 @@ def bayesian_network_lipschitz(min_probability: float) -> float:
     ValueError
         If ε is not in (0, 1).
     """
-    return -math.log(_open_unit(min_probability, "min_probability"))
+    return -math.log(open_unit(min_probability, "min_probability"))
 
 
 def bayesian_network_classical_epsilon(
@@ -431,7 +318,7 @@ def binomial_lipschitz(theta: float, n_trials: int) -> float:
     ValueError
         If θ is not in (0, 1) or n is not an integer >= 1.
     """
-    return math.log(_positive_int(n_trials, "n_trials")) + bernoulli_lipschitz(theta)
+    return math.log(positive_int(n_trials, "n_trials")) + bernoulli_lipschitz(theta)
 
 
 def exponential_lipschitz(rate: float) -> float:
@@ -455,7 +342,7 @@ def exponential_lipschitz(rate: float) -> float:
     ValueError
         If θ is not finite and > 0.
     """
-    return _positive(rate, "rate")
+    return positive(rate, "rate")
 
 
 def laplace_lipschitz(scale: float) -> float:
@@ -478,7 +365,7 @@ def laplace_lipschitz(scale: float) -> float:
     ValueError
         If s is not finite and > 0.
     """
-    return 1.0 / _positive(scale, "scale")
+    return 1.0 / positive(scale, "scale")
 
 
 def normal_known_mean_lipschitz(precision: float, mean: float) -> float:
@@ -504,7 +391,7 @@ def normal_known_mean_lipschitz(precision: float, mean: float) -> float:
     ValueError
         If θ is not finite and > 0 or μ is not finite.
     """
-    precision = _positive(precision, "precision")
+    precision = positive(precision, "precision")
     mean = float(mean)
     if not math.isfinite(mean):
         raise ValueError(f"mean must be finite, got {mean!r}")
@@ -587,7 +474,7 @@ def example1_family(
     ValueError
         If 1/Δ is not an integer >= 2 or ``prior`` is unknown.
     """
-    step = _open_unit(step, "step")
+    step = open_unit(step, "step")
     n_grid = round(1.0 / step)
     if n_grid < 2 or not math.isclose(n_grid * step, 1.0, rel_tol=1e-9):
         raise ValueError(f"1/step must be an integer >= 2, got step={step!r}")
@@ -676,7 +563,7 @@ def stochastic_lipschitz_c(
     ValueError
         As for :func:`lipschitz_mass`, or if L₀ is negative.
     """
-    l0 = _non_negative(l0, "l0")
+    l0 = non_negative(l0, "l0")
     levels, mass = lipschitz_mass(lipschitz_values, weights)
     # On [u_j, u_{j+1}) the mass is F_j; below u_1 it is 0. The bound for the interval ending
     # at u_{j+1} > L0 is -ln(1 - F_j) / (u_{j+1} - L0); the last interval (F = 1) is free.
@@ -719,8 +606,8 @@ class Assumption2Constants:
     source: str = ""
 
     def __post_init__(self) -> None:
-        _positive(self.c, "c")
-        _non_negative(self.l0, "l0")
+        positive(self.c, "c")
+        non_negative(self.l0, "l0")
         if not float(self.C) >= 1.0:
             raise ValueError(f"C must be >= 1 (C >= 1 always holds), got {self.C!r}")
 
@@ -746,8 +633,8 @@ def stochastic_posterior_delta(c: float, l0: float, big_c: float) -> float:
     posterior is (0, δ)-DP under the pseudo-metric √ρ, i.e.
     |ξ(B|x) - ξ(B|y)| <= δ·√ρ(x, y). **Correction:** the appendix prints "(1 + 2L₀c⁻¹)"; the
     statement's (1 + 2L₀ + c⁻¹) is implemented. Since C >= 1, δ >= √½, and it is often >= 1
-    (vacuous), in which case a :class:`VacuousBoundWarning` is emitted. N samples compose to at
-    most N·δ (Theorem 4; not stated in the paper).
+    (vacuous), in which case a :class:`~pymc_dp.theory.VacuousBoundWarning` is emitted. N
+    samples compose to at most N·δ (Theorem 4; not stated in the paper).
 
     Parameters
     ----------
@@ -775,7 +662,7 @@ def stochastic_posterior_delta(c: float, l0: float, big_c: float) -> float:
     """
     c, l0, big_c = _assumption2(c, l0, big_c)
     delta = math.sqrt(0.5 * big_c * (1.0 + 2.0 * l0 + 1.0 / c))
-    _warn_if_vacuous(delta, "Theorem 8.2 delta")
+    warn_if_vacuous(delta, "Theorem 8.2 delta")
     return delta
 
 
@@ -805,7 +692,7 @@ def random_dp_failure_probability(lipschitz: float, c: float, l0: float) -> floa
         If c <= 1, L₀ < 0 or L < L₀.
     """
     c, l0, _ = _assumption2(c, l0, 1.0)
-    lipschitz = _positive(lipschitz, "lipschitz")
+    lipschitz = positive(lipschitz, "lipschitz")
     if lipschitz < l0:
         raise ValueError(f"Corollary 9 needs L >= L0, got L={lipschitz!r} < L0={l0!r}")
     return math.exp(-c * (lipschitz - l0))
@@ -833,7 +720,7 @@ def kl_robustness_bound(lipschitz: float, distance: float = 1.0) -> float:
     ValueError
         If L is not finite and > 0 or ρ is negative.
     """
-    return 2.0 * _positive(lipschitz, "lipschitz") * _non_negative(distance, "distance")
+    return 2.0 * positive(lipschitz, "lipschitz") * non_negative(distance, "distance")
 
 
 def kl_robustness_bound_stochastic(
@@ -865,7 +752,7 @@ def kl_robustness_bound_stochastic(
         If c <= 1, L₀ < 0, C < 1 or ρ < 0.
     """
     c, l0, big_c = _assumption2(c, l0, big_c)
-    return big_c * (1.0 + 2.0 * l0 + 1.0 / c) * _non_negative(distance, "distance")
+    return big_c * (1.0 + 2.0 * l0 + 1.0 / c) * non_negative(distance, "distance")
 
 
 def exponential_assumption2_constants(
@@ -895,9 +782,9 @@ def exponential_assumption2_constants(
     ValueError
         If any constant is invalid.
     """
-    lam = _positive(rate, "rate")
-    c1, c2 = _interval(lower, upper, "lower", "upper")
-    b = _positive(data_bound, "data_bound")
+    lam = positive(rate, "rate")
+    c1, c2 = interval(lower, upper, "lower", "upper")
+    b = positive(data_bound, "data_bound")
     big_c = c2 / min(c1 * math.exp(-c1 * b), c2 * math.exp(-c2 * b))
     return Assumption2Constants(lam, c1, big_c, "Dimitrakakis et al. Lemma 19")
 
@@ -927,10 +814,10 @@ def beta_binomial_assumption2_constants(alpha: float, n_trials: int) -> Assumpti
     ValueError
         If α <= 1 or n is not an integer >= 1.
     """
-    alpha = _positive(alpha, "alpha")
+    alpha = positive(alpha, "alpha")
     if not alpha > 1.0:
         raise ValueError(f"Lemma 21 needs alpha > 1, got {alpha!r}")
-    n = _positive_int(n_trials, "n_trials")
+    n = positive_int(n_trials, "n_trials")
     log_b = special.betaln(alpha, alpha)
     c = math.exp((1.0 - 2.0 * alpha) * math.log(2.0) - log_b)
     log_big_c = log_b - special.betaln((n + 2 * alpha - 1) / 2, (n + 2 * alpha + 1) / 2)
@@ -967,8 +854,8 @@ def normal_known_mean_assumption2_constants(
     ValueError
         If any constant is invalid.
     """
-    lam = _positive(rate, "rate")
-    c1, c2 = _interval(lower, upper, "lower", "upper")
+    lam = positive(rate, "rate")
+    c1, c2 = interval(lower, upper, "lower", "upper")
     mean = float(mean)
     if not math.isfinite(mean):
         raise ValueError(f"mean must be finite, got {mean!r}")
@@ -1008,9 +895,9 @@ def distinguishability_threshold(n_samples: int, delta: float, lipschitz: float)
     ValueError
         If N, δ or L is invalid.
     """
-    n = _positive_int(n_samples, "n_samples")
-    delta = _open_unit(delta, "delta")
-    return 3.0 * math.log(1.0 / delta) / (4.0 * _positive(lipschitz, "lipschitz") * n)
+    n = positive_int(n_samples, "n_samples")
+    delta = open_unit(delta, "delta")
+    return 3.0 * math.log(1.0 / delta) / (4.0 * positive(lipschitz, "lipschitz") * n)
 
 
 def distinguishability_threshold_stochastic(
@@ -1043,8 +930,8 @@ def distinguishability_threshold_stochastic(
     ValueError
         If N, δ, c or C is invalid.
     """
-    n = _positive_int(n_samples, "n_samples")
-    delta = _open_unit(delta, "delta")
+    n = positive_int(n_samples, "n_samples")
+    delta = open_unit(delta, "delta")
     constants = Assumption2Constants(c, 0.0, big_c)
     denominator = constants.C / constants.c + math.log(constants.C)
     return 6.0 * math.log(1.0 / delta) / (n * denominator)
@@ -1074,308 +961,6 @@ def psaqr_utility_gap(n_samples: int, delta: float) -> float:
     ValueError
         If N or δ is invalid.
     """
-    n = _positive_int(n_samples, "n_samples")
-    delta = _open_unit(delta, "delta")
+    n = positive_int(n_samples, "n_samples")
+    delta = open_unit(delta, "delta")
     return 2.0 * math.sqrt(math.log(2.0 / delta) / (2.0 * n))
-
-
-# --------------------------------------------------------------------------------------------
-# Minami et al. 2016: Gibbs posterior with Lipschitz convex loss, strongly log-concave prior
-# --------------------------------------------------------------------------------------------
-
-
-def _minami_checks(delta: float, lipschitz: float, strong_convexity: float) -> tuple[float, ...]:
-    return (
-        _open_unit(delta, "delta"),
-        _positive(lipschitz, "lipschitz"),
-        _positive(strong_convexity, "strong_convexity"),
-    )
-
-
-def _minami_beta_in_unit(beta: float) -> float:
-    value = float(beta)
-    if not math.isfinite(value) or not 0.0 < value <= 1.0:
-        raise ValueError(f"beta must satisfy 0 < beta <= 1 (Minami Theorem 7), got {beta!r}")
-    return value
-
-
-def minami_tail_bound(
-    epsilon: float, beta: float, lipschitz: float, strong_convexity: float
-) -> float:
-    """Right-hand side of Minami et al., Theorem 7, eq. 6.
-
-    G_{β,D}{log(dG_{β,D}/dG_{β,D'}) >= ε} <= exp(-(m_π/(8L²β²))·(ε - 2L²β²/m_π)²) for
-    ε > 2L²β²/m_π (Assumption 6: loss non-negative, L-Lipschitz and convex on Θ = ℝ^d; prior
-    m_π-strongly log-concave). For ε <= 2L²β²/m_π the theorem says nothing and 1 is returned.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε > 0.
-    beta : float
-        Inverse temperature, 0 < β <= 1.
-    lipschitz : float
-        L > 0, the Lipschitz constant of θ ↦ ℓ(θ, x) (per record, global over θ).
-    strong_convexity : float
-        m_π > 0, the strong-convexity constant of -log π (1/σ² for an N(0, σ²I) prior).
-
-    Returns
-    -------
-    float
-        The tail bound, in (0, 1]; (ε, δ)-DP holds with δ equal to it (Theorem 5).
-
-    Raises
-    ------
-    ValueError
-        If any argument is invalid.
-    """
-    epsilon = validate_epsilon(epsilon)
-    beta = _minami_beta_in_unit(beta)
-    lipschitz = _positive(lipschitz, "lipschitz")
-    m = _positive(strong_convexity, "strong_convexity")
-    a = 2.0 * lipschitz**2 * beta**2 / m
-    if epsilon <= a:
-        return 1.0
-    return math.exp(-((epsilon - a) ** 2) / (4.0 * a))
-
-
-def minami_corollary8_epsilon_max(delta: float) -> float:
-    """Largest ε for which Minami et al.'s Corollary 8 is implied by Theorem 7.
-
-    Corollary 8's β gives a = 2L²β²/m_π = ε²/(2(1 + 2 log(1/δ))), which satisfies eq. 6 iff
-    ε <= 2(1 + 2c)(1 - √(2c/(1 + 2c))) with c = log(1/δ) (derived in the digest; ≈ 1.0258 at
-    δ = 1e-2, 1.0067 at δ = 1e-8; always > 1).
-
-    Parameters
-    ----------
-    delta : float
-        0 < δ < 1.
-
-    Returns
-    -------
-    float
-        ε_max(δ).
-
-    Raises
-    ------
-    ValueError
-        If δ is not in (0, 1).
-    """
-    c = math.log(1.0 / _open_unit(delta, "delta"))
-    return 2.0 * (1.0 + 2.0 * c) * (1.0 - math.sqrt(2.0 * c / (1.0 + 2.0 * c)))
-
-
-def minami_beta(
-    epsilon: float,
-    delta: float,
-    lipschitz: float,
-    strong_convexity: float,
-    method: Literal["exact", "corollary8"] = "exact",
-) -> float:
-    """Largest inverse temperature β for which the Gibbs posterior is (ε, δ)-DP, capped at 1.
-
-    ``method="exact"`` (default, a **correction** of the paper): the exact inversion of Minami
-    et al., Theorem 7, eq. 6. With a = 2L²β²/m_π and c = log(1/δ), eq. 6 <= δ with ε > a iff
-    a <= (√(ε + c) - √c)², so
-
-        β* = (√(m_π/2)/L)·(√(ε + c) - √c) = (√(m_π/2)/L)·ε / (√(ε + c) + √c),
-
-    computed in the second, cancellation-free form. ``method="corollary8"``: the paper's closed
-    form β = (ε/(2L))·√(m_π/(1 + 2 log(1/δ))) (Corollary 8, eq. 7), which follows from
-    Theorem 7 only for ε <= ε_max(δ) ≈ 1 (:func:`minami_corollary8_epsilon_max`); above it the
-    value is too large (not (ε, δ)-DP) and a warning is emitted. Either result is capped at 1
-    because Theorem 7 assumes β ∈ (0, 1]. The guarantee is for *one* draw from the Gibbs
-    posterior G_β ∝ exp(-β Σ ℓ(θ, x_i)) π(θ) on Θ = ℝ^d, with replace-one neighbours.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε > 0.
-    delta : float
-        0 < δ < 1.
-    lipschitz : float
-        L > 0, Lipschitz constant of θ ↦ ℓ(θ, x) for every x (e.g.
-        :func:`logistic_regression_lipschitz`).
-    strong_convexity : float
-        m_π > 0, strong-convexity constant of -log π (e.g.
-        :func:`gaussian_prior_strong_convexity`).
-    method : {"exact", "corollary8"}
-        Exact inversion of eq. 6, or the paper's Corollary 8.
-
-    Returns
-    -------
-    float
-        β in (0, 1].
-
-    Raises
-    ------
-    ValueError
-        If an argument is invalid or ``method`` is unknown.
-
-    Warns
-    -----
-    UserWarning
-        With ``method="corollary8"``, if the returned β exceeds the exact β* (ε > ε_max(δ)).
-    """
-    epsilon = validate_epsilon(epsilon)
-    delta, lipschitz, m = _minami_checks(delta, lipschitz, strong_convexity)
-    c = math.log(1.0 / delta)
-    exact = min(
-        1.0, math.sqrt(m / 2.0) / lipschitz * epsilon / (math.sqrt(epsilon + c) + math.sqrt(c))
-    )
-    if method == "exact":
-        return exact
-    if method != "corollary8":
-        raise ValueError(f"method must be 'exact' or 'corollary8', got {method!r}")
-    corollary = min(1.0, epsilon / (2.0 * lipschitz) * math.sqrt(m / (1.0 + 2.0 * c)))
-    if corollary > exact * (1.0 + 1e-12):
-        warnings.warn(
-            f"Corollary 8 of Minami et al. is invalid at epsilon={epsilon:g} > "
-            f"{minami_corollary8_epsilon_max(delta):.4f}: beta={corollary:.6g} exceeds the exact "
-            f"bound {exact:.6g} and is not ({epsilon:g}, {delta:g})-DP; use method='exact'",
-            UserWarning,
-            stacklevel=2,
-        )
-    return corollary
-
-
-def minami_epsilon(beta: float, delta: float, lipschitz: float, strong_convexity: float) -> float:
-    """ε of the Gibbs posterior at inverse temperature β (the forward map of eq. 6).
-
-    Minami et al., Theorem 7, solved for ε (derived in the digest): with a = 2L²β²/m_π and
-    c = log(1/δ), eq. 6 equals δ at ε = a + 2√(a·c). Inverse of :func:`minami_beta` for β < 1.
-
-    Parameters
-    ----------
-    beta : float
-        0 < β <= 1.
-    delta : float
-        0 < δ < 1.
-    lipschitz : float
-        L > 0.
-    strong_convexity : float
-        m_π > 0.
-
-    Returns
-    -------
-    float
-        ε > 0 such that one draw from G_β is (ε, δ)-DP.
-
-    Raises
-    ------
-    ValueError
-        If any argument is invalid.
-    """
-    beta = _minami_beta_in_unit(beta)
-    delta, lipschitz, m = _minami_checks(delta, lipschitz, strong_convexity)
-    a = 2.0 * lipschitz**2 * beta**2 / m
-    return a + 2.0 * math.sqrt(a * math.log(1.0 / delta))
-
-
-def logistic_regression_lipschitz(feature_norm_bound: float, intercept: bool = True) -> float:
-    """Lipschitz constant of the logistic loss log(1 + exp(-y(aᵀz + b))) in θ = (a, b).
-
-    Minami et al., §3.3 claims ℓ_LR is r-Lipschitz for ‖z‖₂ <= r. **Correction:** with an
-    intercept b, ∇_{(a,b)} ℓ = -yσ(-y(aᵀz + b))·(z, 1), whose norm is bounded by √(r² + 1); r is
-    right only without an intercept. The bound r must be data-independent (clip features to it).
-
-    Parameters
-    ----------
-    feature_norm_bound : float
-        r > 0, the bound on ‖z‖₂.
-    intercept : bool, default True
-        Whether θ includes the intercept b.
-
-    Returns
-    -------
-    float
-        L = √(r² + 1) with an intercept, r without.
-
-    Raises
-    ------
-    ValueError
-        If r is not finite and > 0.
-    """
-    r = _positive(feature_norm_bound, "feature_norm_bound")
-    return math.hypot(r, 1.0) if intercept else r
-
-
-def gaussian_prior_strong_convexity(
-    sigma: float | None = None, covariance: np.ndarray | Sequence[Sequence[float]] | None = None
-) -> float:
-    """Strong-convexity constant m_π of -log π for a Gaussian prior.
-
-    Minami et al., Assumption 6(iii): m_π = 1/σ² for N(μ, σ²I), and λ_min(Σ⁻¹) = 1/λ_max(Σ)
-    for N(μ, Σ) (in §3.3, m_π = nλ for the prior N(0, (nλ)⁻¹I)).
-
-    Parameters
-    ----------
-    sigma : float, optional
-        σ > 0, the prior standard deviation of each coordinate.
-    covariance : (d, d) array_like, optional
-        Symmetric positive-definite prior covariance Σ. Give exactly one of the two.
-
-    Returns
-    -------
-    float
-        m_π > 0.
-
-    Raises
-    ------
-    ValueError
-        Unless exactly one argument is given and it is valid.
-    """
-    if (sigma is None) == (covariance is None):
-        raise ValueError("give exactly one of sigma and covariance")
-    if sigma is not None:
-        return 1.0 / _positive(sigma, "sigma") ** 2
-    cov = np.asarray(covariance, dtype=float)
-    if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] == 0:
-        raise ValueError(f"covariance must be a non-empty square matrix, got shape {cov.shape}")
-    if not np.all(np.isfinite(cov)) or not np.allclose(cov, cov.T):
-        raise ValueError("covariance must be a finite symmetric matrix")
-    eigenvalues = np.linalg.eigvalsh(cov)
-    if eigenvalues.min() <= 0:
-        raise ValueError("covariance must be positive definite")
-    return 1.0 / float(eigenvalues.max())
-
-
-def approximate_sampling_delta(epsilon: float, delta: float, tv_distance: float) -> float:
-    """δ' = δ + (1 + e^ε)·γ of an approximate sampler within total variation γ.
-
-    Minami et al., Proposition 12: if D ↦ ρ_D is (ε, δ)-DP and each ρ'_D satisfies
-    d_TV(ρ_D, ρ'_D) <= γ, then D ↦ ρ'_D is (ε, δ + (1 + e^ε)γ)-DP. **Correction:** the
-    extracted text reads "(εδ + (1 + eε)γ)"; Proposition 13 confirms the form implemented.
-    The sampler must *certify* γ (e.g. Langevin Monte Carlo with the schedule of Proposition
-    13); an MCMC run without such a certificate has no δ.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε > 0 of the exact mechanism.
-    delta : float
-        0 <= δ < 1 of the exact mechanism.
-    tv_distance : float
-        0 <= γ <= 1, total-variation distance of the sampler from the exact distribution.
-
-    Returns
-    -------
-    float
-        δ' (a :class:`VacuousBoundWarning` is emitted if δ' >= 1).
-
-    Raises
-    ------
-    ValueError
-        If an argument is out of range.
-    """
-    epsilon = validate_epsilon(epsilon)
-    delta = _non_negative(delta, "delta")
-    if not delta < 1.0:
-        raise ValueError(f"delta must satisfy 0 <= delta < 1, got {delta!r}")
-    gamma = _non_negative(tv_distance, "tv_distance")
-    if gamma > 1.0:
-        raise ValueError(f"tv_distance must be <= 1, got {tv_distance!r}")
-    growth = 1.0 + math.exp(epsilon) if epsilon < 700.0 else math.inf
-    total = delta + growth * gamma if gamma > 0 else delta
-    _warn_if_vacuous(total, "approximate-sampling delta")
-    return total
