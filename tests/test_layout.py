@@ -134,3 +134,9 @@ def test_sample_dispatches_through_the_one_route_table(monkeypatch):
     assert "privacy_ledger" in idata.children  # sample attaches the run's ledger
     with pytest.raises(ValueError, match="not offered"):
         routes.route_for("hmm", "metropolis")
+
+
+def test_test_folders_mirror_package_folders():
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert folders and folders <= {p.name for p in PACKAGE.iterdir() if p.is_dir()}
