@@ -35,6 +35,7 @@ from pymc_dp.analysis.rewrite import data_free_model
 from pymc_dp.analysis.tempered import analyse_tempered_model
 from pymc_dp.datasets import MPLS_STOPS_CATEGORIES, load_mpls_stops
 from pymc_dp.families.tempered import tempered_draw
+from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
 
@@ -62,7 +63,8 @@ def run(name: str, model: pm.Model, draws: int) -> dict:
     start = time.perf_counter()
     if name == "tempered Gibbs":
         analysis = analyse_tempered_model(model)
-        with temper(data_free_model(model), TEMPERATURE, part="joint"):
+        # built as the tempered route builds it (pymc_dp.steps.guard): a speed measurement
+        with temper(data_free_model(model), TEMPERATURE, part="joint"), route_context():
             step = TemperedConjugateGibbs(temperature=TEMPERATURE, analysis=analysis)
             idata = pm.sample(draws, step=[step], **kwargs)
     else:

@@ -4,7 +4,7 @@
 refuse → validate → check the budget → record the event → release → sample → strip):
 
 1. :func:`~pymc_dp.analysis.inputs.classify_inputs` — every graph input is private, declared
-   public, a hyperparameter or a design constant (default deny; the line is drawn in
+   public or a design constant (default deny; the line is drawn in
    :mod:`pymc_dp.analysis.inputs`);
 2. the blocks the mechanism handles — conjugate links for the Laplace statistics
    (:mod:`~pymc_dp.analysis.conjugate`), truncated-prior blocks with their log-likelihood
@@ -99,7 +99,15 @@ def recognise(
         if max_trials or data_bounds or disjoint:
             raise ValueError("a naive-Bayes HMM takes no max_trials, data_bounds or disjoint")
         refuse_private_reads(model, inputs, HMM_HANDLED)
-        return Recognised(kind, inputs, hmm_spec_of(model))
+        spec = hmm_spec_of(model)
+        extra = sorted(set(model.named_vars) - set(spec.rebuild(spec.counts).named_vars))
+        if extra:
+            raise ValueError(
+                f"{extra} were added to a naive-Bayes HMM model; its routes sample the model "
+                "naive_bayes_hmm built (rebuilt on the released counts), so they would be "
+                "dropped silently. Compute them from the released draws instead."
+            )
+        return Recognised(kind, inputs, spec)
     if kind == "conjugate":
         if data_bounds or disjoint:
             raise ValueError(
@@ -111,4 +119,3 @@ def recognise(
         model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint, inputs=inputs
     )
     return Recognised(kind, inputs, blocks)
-

@@ -24,7 +24,9 @@ from pymc_dp.analysis.graph import (
     check_conjugate_dependents,
     distribution_name,
     record_domain,
+    record_values,
     reject_imputation,
+    rv_shape,
     split_parameter,
     variable_value,
 )
@@ -92,7 +94,7 @@ def find_conjugate_link(
     family = FAMILIES.get((prior, likelihood))
     if family is None:
         raise NonPrivateModelError(f"{name}: a {prior} prior is not conjugate to a {likelihood}")
-    shape = tuple(int(s) for s in model.eval_rv_shapes()[prior_rv.name])
+    shape = rv_shape(model, prior_rv)
     group_ndim = 1 if index is not None else 0
     event_ndim = 0 if prior == "beta" else 1
     if len(shape) != group_ndim + event_ndim:
@@ -104,10 +106,10 @@ def find_conjugate_link(
     n_groups = shape[0] if group_ndim else 1
     n_categories = shape[-1] if event_ndim else 2
     domain = record_domain(likelihood, params, n_categories, max_trials, model, name)
-    data = variable_value(model.rvs_to_values[observed_rv])
+    data = record_values(model.rvs_to_values[observed_rv], name, "observed values")
     if likelihood != "multinomial":
         data = data.reshape(-1)
-    groups = variable_value(index).reshape(-1) if index is not None else None
+    groups = None if index is None else record_values(index, name, "group labels").reshape(-1)
     truncation = _truncation(prior_rv)
     return ConjugateLink(name, prior_rv.name, family, data, groups, n_groups, domain, truncation)
 

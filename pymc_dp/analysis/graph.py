@@ -29,7 +29,9 @@ __all__ = [
     "is_data",
     "observed_children",
     "record_domain",
+    "record_values",
     "reject_imputation",
+    "rv_shape",
     "split_parameter",
     "variable_value",
 ]
@@ -59,6 +61,43 @@ def variable_value(variable: Variable) -> np.ndarray:
     if isinstance(variable, SharedVariable):
         return np.asarray(variable.get_value(borrow=False))
     return np.asarray(variable.eval())
+
+
+def rv_shape(model: pm.Model, rv: Variable) -> tuple[int, ...]:
+    """Shape of random variable ``rv``: its static shape when the graph fixes every dimension
+    (no compilation), else ``model.eval_rv_shapes()`` (compiles and evaluates the shapes)."""
+    static = rv.type.shape
+    if all(s is not None for s in static):
+        return tuple(int(s) for s in static)
+    return tuple(int(s) for s in model.eval_rv_shapes()[rv.name])
+
+
+def record_values(variable: Variable, name: str, what: str) -> np.ndarray:
+    """Values of records (observed values, group labels, per-record trials), read from the
+    constant or ``pm.Data`` that holds them, through casts and dimension insertions only.
+
+    A transformation of the records inside the graph (a cumulative sum, a comparison with a
+    median, ...) would change the sensitivity the mechanism is calibrated for.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If the records are computed in the graph. The message names the operation only.
+    """
+    leaf = variable
+    while True:
+        stripped = strip_expand_dims(uncast(leaf))
+        if stripped is leaf:
+            break
+        leaf = stripped
+    if not isinstance(leaf, Constant | SharedVariable):
+        raise NonPrivateModelError(
+            f"{name}: its {what} are computed in the model graph "
+            f"({type(leaf.owner.op).__name__}); a transformation of the records changes what "
+            "one record can move, so the mechanism's sensitivity would not hold. Compute them "
+            "before building the model and pass an array or pm.Data. Nothing was released."
+        )
+    return variable_value(leaf)
 
 
 def uncast(variable: Variable) -> Variable:
@@ -124,6 +163,8 @@ def record_domain(likelihood, params, n_categories, max_trials, model, name) -> 
     if not is_data(trials_var, model):
         raise NonPrivateModelError(f"{name}: the number of trials must be data, not random")
     trials = variable_value(trials_var)
+    if trials.size > 1:  # per-record trials are records
+        trials = record_values(trials_var, name, "per-record trials")
     if trials.ndim == 0 or trials.size == 1:
         trials = int(require_integers(trials.reshape(()), name, "trials"))
         declared = trials if max_trials is None else int(max_trials)
@@ -176,5 +217,3 @@ def check_conjugate_dependents(model: pm.Model, prior_rv: Variable, handled: set
             f"{prior_rv.name}: also feeds {others}, so its conditional posterior is not the "
             "conjugate update of its private likelihoods"
         )
-
-

@@ -11,21 +11,28 @@ or charged.
 Where the line is (and why):
 
 * **private** — observed values; every ``pm.Data`` container not named in ``public``; every
-  array with more than one element used outside a prior (group labels, per-record trials,
-  covariates, constants in Deterministics, Potentials and likelihoods); any array, even in a
-  prior, that has an axis as long as an observed variable's records (it may hold one value
-  per record, e.g. a random effect centred on a private covariate).
-* **hyperparameter** (implicitly public) — an array that is read only by the distributions of
-  free variables (priors) and has no axis as long as the records: concentrations of shape
-  (K,), per-group prior means of shape (G,), ... They are the base measure of every mechanism
-  here and are assumed chosen without looking at the records.
-* **design constant** (implicitly public) — a single number (size 1), and the shape and size
-  arguments of distributions: one number cannot hold one value per record. A number computed
-  from the records (an empirical prior mean, a data-derived σ) is a release that pymc_dp
-  cannot see: choose such numbers without the data, or release them with a mechanism.
+  constant array holding two or more distinct values, wherever it is read (a prior, a
+  Deterministic, a Potential, a likelihood's parameter, a size computation, the inner graph
+  of a ``scan``, an ``OpFromGraph`` or a ``CustomDist``, or the log-density a ``CustomDist``'s
+  ``logp`` builds). Such an array can hold one value per record; pymc_dp cannot tell a vector
+  of prior means from a vector of covariates, so it asks you to say which.
+* **design constant** (implicitly public) — a constant array that holds one number, repeated
+  or not (``2.0``, ``np.ones(K)``, ``np.zeros(G)``); a literal shape given as a distribution's
+  size; and an array of which only the shape is read (``x.shape``): one number cannot hold one
+  value per record, and n is public under replace-one. Shapes, sizes, dims and coords are
+  public: never build them from the records (a shape of ``(n_positive,)`` releases a count).
+  A number computed from the records (an empirical prior mean, a data-derived σ) is a release
+  pymc_dp cannot see: choose such numbers without the data, or release them with a mechanism.
 * **public** — a ``pm.Data`` container named in ``public=[...]`` (the one documented way to
-  declare an array public). It may be read anywhere. Observed values cannot be declared
-  public: they are the records every mechanism protects.
+  declare an array public: informative per-group prior means, a public design matrix, ...).
+  It may be read anywhere. Observed values cannot be declared public: they are the records
+  every mechanism protects.
+
+A likelihood handled by a mechanism may read only its records, its group labels and its
+per-record trials; every other parameter (a Normal σ, a scalar number of trials) must be a
+design constant or public, because it calibrates the mechanism. An opaque Python op
+(``as_op``, ``wrap_py``) is refused: what it reads is invisible to the graph. Python closures
+inside a custom ``Op`` subclass's ``perform`` are invisible too: do not close over records.
 """
 
 from __future__ import annotations
@@ -35,17 +42,29 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pymc as pm
+from pytensor.compile.ops import FromFunctionOp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.op import HasInnerGraph
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.random.type import RandomType
+from pytensor.tensor.shape import Shape, Shape_i
+from pytensor.tensor.subtensor import AdvancedSubtensor
 
+from pymc_dp.analysis.graph import distribution_name, strip_expand_dims, uncast
 from pymc_dp.errors import NonPrivateModelError
 
-__all__ = ["ModelInputs", "classify_inputs", "refuse_private_reads", "validate_public"]
+__all__ = [
+    "ModelInputs",
+    "claimed_reads",
+    "classify_inputs",
+    "refuse_private_reads",
+    "validate_public",
+]
 
-PRIVATE, PUBLIC, HYPERPARAMETER, DESIGN = "private", "public", "hyperparameter", "design constant"
+PRIVATE, PUBLIC, DESIGN = "private", "public", "design constant"
+_TRIALS = {"binomial": pm.Binomial, "multinomial": pm.Multinomial}
 _FIX = (
     "If the array holds no information about individuals, wrap it as pm.Data('name', array) "
     "and pass public=['name'] to pymc_dp.sample; otherwise remove the variable and compute it "
@@ -60,8 +79,7 @@ class ModelInputs:
     Attributes
     ----------
     kinds : dict
-        Graph input → ``"private"``, ``"public"``, ``"hyperparameter"`` or
-        ``"design constant"``.
+        Graph input → ``"private"``, ``"public"`` or ``"design constant"``.
     labels : dict
         Graph input → a description for messages (a name and a shape, never a value).
     readers : dict
@@ -77,14 +95,20 @@ class ModelInputs:
     def private(self) -> list[Variable]:
         return [v for v, kind in self.kinds.items() if kind == PRIVATE]
 
-    def private_reads(self, name: str) -> list[str]:
-        """Descriptions of the private arrays model variable ``name`` reads directly."""
-        reads = []
+    def private_reads(self, name: str, exclude: Collection = ()) -> list[str]:
+        """Descriptions of the private arrays model variable ``name`` reads directly, less
+        those in ``exclude`` (the reads a mechanism releases)."""
+        reads = set()
         for source in self.readers.get(name, ()):
-            if isinstance(source, str):
-                reads.append(f"the observed values of {source.removeprefix('observed:')!r}")
-            elif self.kinds.get(source) == PRIVATE:
-                reads.append(self.labels[source])
+            if isinstance(source, str) and source.startswith("opaque:"):
+                reads.add(
+                    f"an opaque Python op ({source.removeprefix('opaque:')}) whose reads "
+                    "pymc_dp cannot see"
+                )
+            elif isinstance(source, str):
+                reads.add(f"the observed values of {source.removeprefix('observed:')!r}")
+            elif self.kinds.get(source) == PRIVATE and source not in exclude:
+                reads.add(self.labels[source])
         return sorted(reads)
 
 
@@ -123,9 +147,9 @@ def validate_public(model: pm.Model, public: Iterable[str]) -> frozenset[str]:
 def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
     """Classify every graph input of ``model`` (see the module docstring for the line).
 
-    Walks the graph of every free variable, observed variable, Deterministic and Potential,
-    stopping at other model variables. A free variable's distribution parameters are *prior*
-    reads; everything else (Deterministics, Potentials, likelihoods) is a *data* read.
+    Walks the graph of every free variable, observed variable, Deterministic and Potential
+    (inner graphs included, stopping at other model variables), and the log-density of every
+    free variable (a ``CustomDist``'s ``logp`` may close over arrays).
 
     Returns
     -------
@@ -133,35 +157,38 @@ def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
     """
     public = validate_public(model, public)
     data_names = {var: var.name for var in model.data_vars}
+    dim_lengths = {length: dim for dim, length in model.dim_lengths.items()}
     observed_values = {model.rvs_to_values[rv]: rv.name for rv in model.observed_RVs}
-    record_lengths = {
-        int(np.shape(_value(value))[0])
-        for value in observed_values
-        if np.ndim(_value(value)) >= 1 and np.shape(_value(value))[0] > 1
-    }
     model_vars = {
         *model.free_RVs,
         *model.observed_RVs,
         *model.deterministics,
         *model.potentials,
+        *model.value_vars,
     }
     observed = set(model.observed_RVs)
     uses: dict[Variable, set[str]] = {}
     readers: dict[str, set[Variable | str]] = {}
 
     for var in (*model.free_RVs, *model.observed_RVs, *model.deterministics, *model.potentials):
-        role = "prior" if var in model.free_RVs else "data"
         reads: set[Variable | str] = set()
+        roots = [var]
         if var in observed:
             value = model.rvs_to_values[var]
             reads.add(value)
             uses.setdefault(value, set()).add("data")
-        for source, source_role in _graph_inputs(var, model_vars, role):
-            if source in observed:
+        elif var in model.free_RVs:
+            roots += model.logp(vars=[var], jacobian=False, sum=False)
+        for source, role in _graph_inputs(roots, model_vars - {var}):
+            if isinstance(source, str):
+                reads.add(source)
+            elif source in observed:
                 reads.add(f"observed:{source.name}")
+            elif source in model_vars:
                 continue
-            reads.add(source)
-            uses.setdefault(source, set()).add(source_role)
+            else:
+                reads.add(source)
+                uses.setdefault(source, set()).add(role)
         readers[var.name] = reads
 
     inputs = ModelInputs(readers=readers)
@@ -174,10 +201,12 @@ def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
             name = data_names[source]
             kind = PUBLIC if name in public else PRIVATE
             label = f"pm.Data {name!r} (shape {shape})"
-        elif roles == {"structure"} or np.size(value) <= 1:
+        elif source in dim_lengths:  # the length of a declared dimension (coords are public)
+            kind, label = DESIGN, f"the length of dimension {dim_lengths[source]!r}"
+        elif not isinstance(source, Constant):
+            kind, label = PRIVATE, f"a shared array of shape {shape}"
+        elif "size" in roles or roles <= {"shape"} or _one_number(value):
             kind, label = DESIGN, f"a constant of shape {shape}"
-        elif roles <= {"prior", "structure"} and not set(shape) & record_lengths:
-            kind, label = HYPERPARAMETER, f"a prior parameter of shape {shape}"
         else:
             kind, label = PRIVATE, f"a constant array of shape {shape}"
         inputs.kinds[source] = kind
@@ -185,15 +214,15 @@ def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
     return inputs
 
 
-def refuse_private_reads(
-    model: pm.Model, inputs: ModelInputs, handled: Collection[str]
-) -> None:
-    """Refuse every model variable outside ``handled`` that reads a private array.
+def refuse_private_reads(model: pm.Model, inputs: ModelInputs, handled: Collection[str]) -> None:
+    """Refuse every model variable that reads a private array outside a mechanism.
 
-    ``handled`` names the variables whose private reads a mechanism releases (the observed
-    likelihoods of the route's blocks, the HMM's cell potential). Everything else — free
-    variables (their priors), Deterministics, Potentials, other likelihoods — must read
-    only public arrays, hyperparameters and design constants.
+    ``handled`` names the variables a mechanism releases: the observed likelihoods of the
+    route's blocks (each may read its own records, group labels and per-record trials, and
+    nothing else private: :func:`claimed_reads`), and the HMM's cell potential (built by
+    pymc_dp from the count tensor). Everything else — free variables (their priors and
+    log-densities), Deterministics, Potentials, other likelihoods — must read only public
+    arrays and design constants.
 
     Raises
     ------
@@ -202,58 +231,94 @@ def refuse_private_reads(
         never a value) and the fix.
     """
     offenders = {}
+    observed = set(model.observed_RVs)
     for var in (*model.free_RVs, *model.deterministics, *model.potentials, *model.observed_RVs):
+        claimed: set = set()
         if var.name in handled:
-            continue
-        reads = inputs.private_reads(var.name)
+            if var not in observed:
+                continue  # the HMM's own potential
+            claimed = claimed_reads(model, var)
+        reads = inputs.private_reads(var.name, exclude=claimed)
         if reads:
             offenders[var.name] = reads
     if offenders:
         detail = "; ".join(f"{name!r} reads {', '.join(r)}" for name, r in offenders.items())
         raise NonPrivateModelError(
-            f"{detail}. These variables would carry private records into the trace or into a "
-            f"non-private sampler. {_FIX}. Nothing was released."
+            f"{detail}. These variables would carry private records into the trace, into a "
+            f"non-private sampler or into a mechanism's calibration. {_FIX}. "
+            "Nothing was released."
         )
 
 
-def _graph_inputs(var: Variable, stop: set[Variable], role: str):
-    """(input, role) for every leaf of ``var``'s own graph, stopping at model variables.
+def claimed_reads(model: pm.Model, rv: Variable) -> set[Variable]:
+    """The graph inputs a mechanism releases for observed ``rv``: its records, the group
+    labels indexing its parameter, and its per-record trials (Binomial/Multinomial)."""
+    sources = [model.rvs_to_values[rv]]
+    params = rv.owner.op.dist_params(rv.owner)
+    for param in params:
+        param = strip_expand_dims(param)
+        if param.owner is not None and isinstance(param.owner.op, AdvancedSubtensor):
+            sources += param.owner.inputs[1:]
+    if distribution_name(rv, _TRIALS) is not None and np.size(_value(uncast(params[0]))) > 1:
+        sources.append(params[0])
+    claimed = set(sources)
+    claimed |= {a for a in ancestors(sources) if isinstance(a, Constant | SharedVariable)}
+    return claimed
 
-    Roles: ``role`` for distribution parameters and expressions, ``"structure"`` for the
-    size argument and random generators of a random variable.
+
+def _graph_inputs(roots: list[Variable], stop: set[Variable]):
+    """(input, role) for every leaf of the graphs of ``roots``, stopping at model variables.
+
+    Roles: ``"data"`` for parameters and expressions; ``"size"`` for a constant given
+    directly as a random variable's size (a literal shape); ``"shape"`` for an array of which
+    only the shape is read. Inner graphs (scan, OpFromGraph, CustomDist) are walked; their
+    constants are leaves too. An opaque Python op yields ``"opaque:<op>"``.
     """
-    seen: set[Variable] = set()
-    stack: list[tuple[Variable, str]] = []
-    node = var.owner
-    if node is None:
-        return
-    stack.extend(_node_inputs(node, role))
+    seen: set[tuple[Variable, str]] = set()  # by role: a leaf may be read in several ways
+    stack: list[tuple[Variable, str]] = [(root, "root") for root in roots]
     while stack:
-        current, current_role = stack.pop()
-        if current in seen:
+        current, role = stack.pop()
+        if (current, role) in seen:
             continue
-        seen.add(current)
-        if current in stop:
-            yield current, current_role
+        seen.add((current, role))
+        if role != "root" and current in stop:
+            yield current, role
             continue
         if isinstance(current.type, RandomType):
             continue
-        if isinstance(current, Constant | SharedVariable) or current.owner is None:
-            if isinstance(current, Constant | SharedVariable):
-                yield current, current_role
+        if isinstance(current, Constant | SharedVariable):
+            yield current, "data" if role == "root" else role
             continue
-        stack.extend(_node_inputs(current.owner, current_role))
+        node = current.owner
+        if node is None:
+            continue
+        role = "data" if role == "root" else role
+        if isinstance(node.op, FromFunctionOp):
+            yield f"opaque:{node.op}", role
+            continue
+        if isinstance(node.op, Shape | Shape_i):
+            stack.extend((i, "shape") for i in node.inputs)
+            continue
+        if isinstance(node.op, RandomVariable):
+            size = node.op.size_param(node)
+            stack.extend((p, role) for p in node.op.dist_params(node))
+            if size is not None:
+                stack.append((size, "size" if isinstance(size, Constant) else role))
+        else:
+            stack.extend((i, role) for i in node.inputs)
+        if isinstance(node.op, HasInnerGraph):
+            inner = node.op.inner_inputs
+            stack.extend(
+                (leaf, role)
+                for leaf in ancestors(node.op.inner_outputs)
+                if isinstance(leaf, Constant) and leaf not in inner
+            )
 
 
-def _node_inputs(node, role: str) -> list[tuple[Variable, str]]:
-    if isinstance(node.op, RandomVariable):
-        size = node.op.size_param(node)
-        params = node.op.dist_params(node)
-        out = [(p, role) for p in params]
-        if size is not None:
-            out.append((size, "structure"))
-        return out
-    return [(i, role) for i in node.inputs]
+def _one_number(value) -> bool:
+    """True when the array holds a single number (possibly repeated)."""
+    flat = np.asarray(value).reshape(-1)
+    return flat.size <= 1 or bool(np.all(flat == flat[0]))
 
 
 def _value(variable: Variable):

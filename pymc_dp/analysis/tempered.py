@@ -50,6 +50,7 @@ from pymc_dp.analysis.graph import (
     check_conjugate_dependents,
     is_data,
     record_domain,
+    record_values,
     reject_imputation,
     split_parameter,
     variable_value,
@@ -414,9 +415,11 @@ def _bounded_likelihood(
     n_groups = shape[0] if index is not None else 1
     groups = None
     if index is not None:
-        groups = require_integers(variable_value(index).reshape(-1), name, "group labels")
+        groups = require_integers(
+            record_values(index, name, "group labels").reshape(-1), name, "group labels"
+        )
         reject_out_of_range(groups, 0, n_groups - 1, name, "group labels")
-    data = variable_value(model.rvs_to_values[observed_rv])
+    data = record_values(model.rvs_to_values[observed_rv], name, "observed values")
     lower, upper = _truncation(prior_rv, kind, shape, name)
     grouped = groups is not None and n_groups > 1
     statistics, bound = _STATISTICS[likelihood](

@@ -16,9 +16,11 @@ J = max_d K_d and entries j >= K_d are structural zeros (public, never noised).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,7 +29,16 @@ import xarray as xr
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.hmm._kernels import count_records
 
-__all__ = ["CellCounts", "cell_counts", "cell_counts_from_frame", "validate_counts"]
+if TYPE_CHECKING:
+    from pymc_dp.ledger import PrivacyEvent
+
+__all__ = [
+    "CellCounts",
+    "cell_counts",
+    "cell_counts_from_frame",
+    "release_event_of",
+    "validate_counts",
+]
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,11 @@ class CellCounts:
     categories : tuple of tuple of str
         ``categories[d]`` lists feature d's K_d categories (its public domain).
     noisy : bool
-        True once the counts have been privatised (then they are safe to publish).
+        The counts are validated as released counts (finite; may be fractional or negative)
+        rather than as raw counts of records. A flag anyone can set: it does not make counts
+        private. Only :func:`pymc_dp.hmm.release_cell_counts` marks the counts it returns as
+        a release (:func:`release_event_of`), and only such counts may be sampled by
+        ``pm.sample`` with :class:`~pymc_dp.NaiveBayesHMMGibbs` outside ``pymc_dp.sample``.
 
     Raw counts (``noisy=False``) must be non-negative integers whose per-feature sums agree
     in every cell: each record contributes exactly one count per feature, which the release's
@@ -104,7 +119,12 @@ class CellCounts:
         return self.counts[:, :, 0, :].sum(axis=-1)
 
     def with_counts(self, counts: np.ndarray, *, noisy: bool | None = None) -> CellCounts:
-        """The same grid with other counts (e.g. noisy, or with held-out cells zeroed)."""
+        """The same grid with other counts (e.g. with held-out cells zeroed).
+
+        ``noisy`` defaults to this object's flag (the validation the counts get). The result
+        is never a release, whatever the counts (:func:`release_event_of` is None): only
+        :func:`pymc_dp.hmm.release_cell_counts` returns released counts.
+        """
         return replace(self, counts=counts, noisy=self.noisy if noisy is None else noisy)
 
     def to_dataarray(self) -> xr.DataArray:
@@ -127,6 +147,38 @@ class CellCounts:
                 "noisy": int(self.noisy),
             },
         )
+
+
+def _digest(counts: np.ndarray) -> bytes:
+    array = np.ascontiguousarray(counts, dtype=np.float64)
+    return hashlib.blake2b(repr(array.shape).encode() + array.tobytes(), digest_size=32).digest()
+
+
+def _mark_released(counts: CellCounts, event: PrivacyEvent) -> CellCounts:
+    """Mark ``counts`` as the output of the release recorded by ``event``; returns it.
+
+    Called by :func:`pymc_dp.hmm.release_cell_counts` only. The marker is not a dataclass
+    field: ``replace``, ``with_counts`` and the constructor never carry it, the tensor is made
+    read-only, and :func:`release_event_of` checks that the tensor is still the one released.
+    """
+    counts.counts.flags.writeable = False
+    object.__setattr__(counts, "_release", (event, _digest(counts.counts)))
+    return counts
+
+
+def release_event_of(counts: CellCounts) -> PrivacyEvent | None:
+    """The ledger event of the Laplace release that returned ``counts``, or None.
+
+    None for raw counts and for any counts not returned, unchanged, by
+    :func:`pymc_dp.hmm.release_cell_counts` (including counts merely flagged ``noisy``).
+    """
+    marker = counts.__dict__.get("_release")
+    if marker is None:
+        return None
+    event, digest = marker
+    if _digest(counts.counts) != digest:  # the released tensor was changed in place
+        return None
+    return event
 
 
 def validate_counts(

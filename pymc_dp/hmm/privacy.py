@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from pymc_dp.families.dirichlet import categorical_log_likelihood_bound
-from pymc_dp.hmm.cells import CellCounts, validate_counts
+from pymc_dp.hmm.cells import CellCounts, _mark_released, validate_counts
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
 from pymc_dp.mechanisms.exponential import TemperatureCalibration, calibrate_temperature
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
@@ -117,7 +117,10 @@ def release_cell_counts(
     Returns
     -------
     CellCounts
-        Same grid, ``noisy=True``, float counts (>= 0 under ``projection="cell"``).
+        Same grid, ``noisy=True``, float counts (>= 0 under ``projection="cell"``), read-only,
+        marked as this release (:func:`pymc_dp.hmm.cells.release_event_of` gives its ledger
+        event): the only counts ``pm.sample`` may run :class:`~pymc_dp.NaiveBayesHMMGibbs` on
+        outside :func:`pymc_dp.sample`.
 
     Raises
     ------
@@ -136,6 +139,7 @@ def release_cell_counts(
     validate_counts(counts.counts, counts.n_categories)
     mask = np.broadcast_to(counts.category_mask, counts.shape)
     n_regions, n_times, n_features, _ = counts.shape
+    spent_before = len(ledger)
     noisy_entries = release_laplace(
         counts.counts[mask],
         sensitivity=cell_counts_sensitivity(n_features, neighbouring),
@@ -151,9 +155,10 @@ def release_cell_counts(
         backend=backend,
         rng=rng,
     )
+    (event,) = ledger.events[spent_before:]
     noisy = np.zeros(counts.shape)
     noisy[mask] = np.maximum(noisy_entries, 0.0) if projection == "cell" else noisy_entries
-    return counts.with_counts(noisy, noisy=True)
+    return _mark_released(counts.with_counts(noisy, noisy=True), event)
 
 
 def emission_lower_bounds(n_categories, truncation: float) -> np.ndarray:

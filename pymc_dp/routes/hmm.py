@@ -12,7 +12,9 @@ import pymc as pm
 import xarray as xr
 
 from pymc_dp.analysis import Recognised
+from pymc_dp.hmm.cells import release_event_of
 from pymc_dp.hmm.privacy import (
+    PROJECTIONS,
     gibbs_sweep_weight,
     log_likelihood_bound,
     ops_cost,
@@ -23,9 +25,15 @@ from pymc_dp.ledger import PrivacyEvent, validate_epsilon
 from pymc_dp.mechanisms.exponential import calibrate_temperature
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
-from pymc_dp.steps.hmm_gibbs import NaiveBayesHMMGibbs
+from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
-from pymc_dp.traces import RELEASED_GROUP, keep_groups, last_draw, refuse_leaky_options
+from pymc_dp.traces import (
+    RELEASED_GROUP,
+    keep_groups,
+    last_draw,
+    quiet_unreleased,
+    refuse_leaky_options,
+)
 
 __all__ = ["HMM_MECHANISMS", "run_hmm"]
 
@@ -72,13 +80,24 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     if request.epsilon is None or isinstance(request.epsilon, Mapping):
         raise ValueError("a naive-Bayes HMM needs one total epsilon (a float)")
     epsilon = validate_epsilon(request.epsilon)
-    if spec.counts.noisy:
+    if release_event_of(spec.counts) is not None:
         raise ValueError(
             "this model is built on released counts: sample it with pm.sample and "
             "NaiveBayesHMMGibbs (post-processing); its cost is the release's ledger event"
         )
+    if spec.counts.noisy:
+        raise ValueError(
+            "this model is built on counts flagged noisy=True that release_cell_counts did not "
+            "return, so nothing shows they were released: build the model on the raw counts "
+            "(noisy=False) and let pymc_dp.sample release them, or on the counts "
+            "release_cell_counts returned. Nothing was released."
+        )
     method = kwargs.pop("hmm_method", "ffbs")
     projection = kwargs.pop("projection", "cell")
+    if method not in METHODS:
+        raise ValueError(f"hmm_method must be one of {METHODS}, got {method!r}")
+    if projection not in PROJECTIONS:
+        raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
     if mechanism != "laplace" and request.neighbouring != "replace-one":
         raise ValueError(
             f"the HMM's mechanism={mechanism!r} is calibrated for replace-one neighbours "
@@ -173,7 +192,7 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, 
     cost = ops_cost(spec.counts.n_categories, spec.lower, epsilon / chains)
     ledger.check(chains * cost.epsilon)
     model = spec.rebuild(spec.counts)
-    with model, route_context():
+    with model, route_context(), quiet_unreleased():  # only the last draw is released
         step = NaiveBayesHMMGibbs(
             method=method, temperature=cost.temperature, noise_seed=noise_seed
         )

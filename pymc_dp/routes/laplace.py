@@ -7,9 +7,10 @@ record each event → release (:func:`pymc_dp.mechanisms.statistics.release_all`
 private model, in which every likelihood is replaced by its released statistics
 (:func:`pymc_dp.analysis.rewrite.build_private_model`) → ``pm.sample`` with
 :class:`~pymc_dp.steps.PrivateConjugateGibbs` for the released priors and PyMC's samplers for
-variables that read no private array → strip every group that could read raw data and attach
-the released statistics. Every draw is post-processing: chains, tuning and progress output
-are free.
+variables that read no private array (one trace point function for all chains,
+:func:`pymc_dp.traces.shared_function_trace`) → strip every group that could read raw data
+and attach the released statistics. Every draw is post-processing: chains, tuning and progress
+output are free.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pymc_dp.mechanisms.statistics import ReleasedStatistics, release_all
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
-from pymc_dp.traces import RELEASED_GROUP, keep_groups
+from pymc_dp.traces import RELEASED_GROUP, keep_groups, shared_function_trace
 
 __all__ = ["private_trace", "released_statistics_dataset", "run_laplace"]
 
@@ -65,7 +66,10 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     released_priors = sorted({r.prior for r in releases})
     with private, route_context():
         steps = [PrivateConjugateGibbs([private[name] for name in released_priors])]
-        idata = pm.sample(request.draws, step=steps, model=private, **request.sample_kwargs)
+        kwargs = dict(request.sample_kwargs)
+        if kwargs.get("trace") is None and kwargs.get("var_names") is None:
+            kwargs["trace"] = shared_function_trace(private)  # None: PyMC's default backend
+        idata = pm.sample(request.draws, step=steps, model=private, **kwargs)
     return private_trace(idata, releases, request.model)
 
 
@@ -138,4 +142,3 @@ def _adopt_step_releases(
                 ledger.charge(event)
         releases += s.releases
     return releases
-

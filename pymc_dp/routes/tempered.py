@@ -47,6 +47,7 @@ raw data (nor ``lp``).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.steps.private_metropolis import PrivateMetropolis
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
-from pymc_dp.traces import keep_groups, last_draw, refuse_leaky_options
+from pymc_dp.traces import keep_groups, last_draw, quiet_unreleased, refuse_leaky_options
 
 __all__ = ["RELEASES", "TEMPERED_MECHANISMS", "run_tempered"]
 
@@ -295,7 +296,8 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     calibration = calibrate_temperature(2 * bound, epsilon, chains)
     temperature, total = calibration.temperature, calibration.epsilon
     run.ledger.check(total)
-    with warnings.catch_warnings():  # PyMC's warnings read every draw
+    # PyMC's warnings and logs read every draw; only the last is released
+    with warnings.catch_warnings(), quiet_unreleased():
         warnings.simplefilter("ignore")
         idata = run.private_step_trace(temperature, draws, kwargs)
     run.charge(
@@ -362,11 +364,13 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
     temperature = calibration.temperature
     run.ledger.check(*cost)
     tempered = temper(run.model, temperature, part=run.tempering)
+    last = release == "last"  # PyMC's warnings and logs would read the unreleased steps
     with tempered, route_context(), warnings.catch_warnings():
-        if release == "last":
+        if last:
             warnings.simplefilter("ignore")
-        step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
-        idata = pm.sample(draws, step=step, **kwargs)
+        with quiet_unreleased() if last else contextlib.nullcontext():
+            step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
+            idata = pm.sample(draws, step=step, **kwargs)
     statistic = (
         f"{'all' if release == 'chain' else 'the last'} of {n_steps} Metropolis steps at "
         f"T = {temperature:.4g}, proposal sd {proposal_scale:g}"

@@ -22,7 +22,12 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_dp.analysis.conjugate import find_conjugate_link
-from pymc_dp.analysis.graph import check_conjugate_dependents, observed_children, reject_imputation
+from pymc_dp.analysis.graph import (
+    check_conjugate_dependents,
+    observed_children,
+    reject_imputation,
+    rv_shape,
+)
 from pymc_dp.analysis.inputs import classify_inputs, refuse_private_reads
 from pymc_dp.analysis.rewrite import released_statistics_of
 from pymc_dp.errors import NonPrivateModelError
@@ -230,7 +235,7 @@ def _links_of(model: pm.Model, rvs: Sequence, max_trials: dict, public: Sequence
 def _make_update(model: pm.Model, rv, releases: list[ReleasedStatistics]) -> _ConjugateUpdate:
     family = next(f for f in FAMILIES.values() if f.name == releases[0].family)
     table = np.sum([r.table for r in releases], axis=0)  # same family prior: same shape
-    shape = tuple(int(s) for s in model.eval_rv_shapes()[rv.name])
+    shape = rv_shape(model, rv)
     prior_params, constant = parameter_function(model, rv.owner.op.dist_params(rv.owner))
     return _ConjugateUpdate(
         value_name=model.rvs_to_values[rv].name,

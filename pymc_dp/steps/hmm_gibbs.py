@@ -10,9 +10,10 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_value_vars_from_user_vars
 
+from pymc_dp.hmm.cells import release_event_of
 from pymc_dp.hmm.gibbs import HMMData, sweep
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
-from pymc_dp.steps.guard import check_route, sanctioned
+from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
 from pymc_dp.steps.transforms import compile_transforms
 
@@ -37,7 +38,10 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     eq. 10, 19): the one-posterior-sample mechanism. The step itself releases nothing and
     charges nothing; privacy comes from what it is given — released counts (Laplace) — or from
     how its draws are released (:func:`pymc_dp.sample` with ``mechanism="ops"`` keeps only the
-    last draw and charges the ledger). On raw counts at T = 1 it is a non-private sampler.
+    last draw and charges the ledger). On raw counts at T = 1 it is a non-private sampler, so
+    outside :func:`pymc_dp.sample` it steps only on counts returned by
+    :func:`pymc_dp.hmm.release_cell_counts` (the ``noisy`` flag alone is not enough: anyone can
+    set it).
 
     Parameters
     ----------
@@ -49,9 +53,10 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     model : pm.Model, optional
         A model built by :func:`~pymc_dp.models.naive_bayes_hmm`.
     noise_seed : int, optional
-        On raw counts the draws are the privacy noise: secret entropy is mixed into every
-        chain's generator (:mod:`pymc_dp.steps.noise`), ``noise_seed`` or fresh OS entropy. On
-        released counts the draws are post-processing and ``random_seed`` reproduces them.
+        On unreleased counts the draws are the privacy noise: secret entropy is mixed into
+        every chain's generator (:mod:`pymc_dp.steps.noise`), ``noise_seed`` or fresh OS
+        entropy. On released counts the draws are post-processing and ``random_seed``
+        reproduces them.
     rng, initial_point, compile_kwargs, blocked
         As for PyMC step methods.
 
@@ -60,6 +65,9 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     ValueError
         If the model is not a naive-Bayes HMM, ``vars`` is a strict subset, the method is
         unknown, or T < 1.
+    NonPrivateModelError
+        From ``step``, if the counts were not released and the step was not built by
+        :func:`pymc_dp.sample`.
     """
 
     name = "naive_bayes_hmm_gibbs"
@@ -115,8 +123,11 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
         self._names = [v.name for v in value_vars]
         self._forward = compile_transforms(model, rvs[1:], "forward")
         self._backward = compile_transforms(model, rvs[1:], "backward")
-        self._init_noise(noise_seed, rng, secret=not spec.counts.noisy)
-        self._sanctioned = sanctioned(not spec.counts.noisy)
+        # released = returned by release_cell_counts (which recorded the event), not merely
+        # flagged noisy: the flag is anyone's to set, the marker is not
+        released = release_event_of(spec.counts) is not None
+        self._init_noise(noise_seed, rng, secret=not released)
+        self._sanctioned = in_route() or released
 
     def _read(self, point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         data = self.data

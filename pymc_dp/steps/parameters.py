@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pymc as pm
-from pytensor.graph.basic import Variable
+import pytensor
+from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 
-__all__ = ["parameter_function"]
+__all__ = ["constant_values", "parameter_function"]
 
 
 def parameter_function(
@@ -27,7 +28,7 @@ def parameter_function(
     """
     random = set(model.free_RVs)
     if not any(a in random for a in ancestors(list(parameters))):
-        values = tuple(np.asarray(p.eval(), dtype=np.float64) for p in parameters)
+        values = constant_values(parameters)
         return (lambda point: values), True
     outputs = model.replace_rvs_by_values(list(parameters))
     value_vars = set(model.value_vars)
@@ -39,3 +40,23 @@ def parameter_function(
             np.asarray(v, dtype=np.float64) for v in fn(*(point[name] for name in names))
         )
     ), False
+
+
+def constant_values(variables: Sequence[Variable]) -> tuple[np.ndarray, ...]:
+    """Values of graphs that read no random variable, as float64 arrays.
+
+    A constant (the usual prior parameter: a number or a NumPy array given to the
+    distribution) is read directly; any other graphs are evaluated together, once, by one
+    function compiled for a single call (``FAST_COMPILE``: no optimisation, no JIT).
+    """
+    values: list[np.ndarray | None] = [
+        np.array(v.data, dtype=np.float64) if isinstance(v, Constant) else None for v in variables
+    ]
+    pending = [i for i, v in enumerate(values) if v is None]
+    if pending:
+        evaluate = pytensor.function(
+            [], [variables[i] for i in pending], mode="FAST_COMPILE", on_unused_input="ignore"
+        )
+        for i, value in zip(pending, evaluate(), strict=True):
+            values[i] = np.asarray(value, dtype=np.float64)
+    return tuple(values)

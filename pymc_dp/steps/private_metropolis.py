@@ -10,9 +10,11 @@ et al. note this "may not typically correspond to a practical privacy-preserving
 algorithm". Use it for study, not for releases.
 
 The proposal scale is fixed and public: PyMC's adaptive tuning reads the acceptance rate,
-which depends on the data, so this step never tunes. It samples whatever model it is given;
-:func:`pymc_dp.sample` with ``mechanism="metropolis"`` passes a model tempered at T
-(:func:`pymc_dp.tempering.temper`) and charges the ledger.
+which depends on the data, so this step never tunes. It samples whatever model it is given,
+so it steps only when :func:`pymc_dp.sample` with ``mechanism="metropolis"`` built it
+(:func:`pymc_dp.steps.guard.route_context`): the route passes a model tempered at T
+(:func:`pymc_dp.tempering.temper`) and charges the ledger. Built anywhere else it refuses to
+step.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_value_vars_from_user_vars
 
-from pymc_dp.steps.guard import check_route, sanctioned
+from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
 
 __all__ = ["PrivateMetropolis"]
@@ -51,6 +53,8 @@ class PrivateMetropolis(SecretNoise, BlockedStep):
     ------
     ValueError
         If the proposal scale is not finite and > 0, or a variable is discrete.
+    NonPrivateModelError
+        From ``step``, if the step was not built by :func:`pymc_dp.sample`.
     """
 
     name = "private_metropolis"
@@ -71,7 +75,9 @@ class PrivateMetropolis(SecretNoise, BlockedStep):
         compile_kwargs: dict | None = None,
     ) -> None:
         model = modelcontext(model)
-        self._sanctioned = sanctioned(bool(model.observed_RVs))
+        # it samples whatever density the model defines (a Potential over records too): only
+        # a route, which tempers the model and charges the ledger, may run it
+        self._sanctioned = in_route()
         if not (np.isfinite(proposal_scale) and proposal_scale > 0):
             raise ValueError(f"proposal_scale must be finite and > 0, got {proposal_scale!r}")
         self.vars = (

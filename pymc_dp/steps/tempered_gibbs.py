@@ -19,8 +19,10 @@ How the draws are released decides what is spent, and :func:`pymc_dp.sample` cha
 The step declares its cost: :attr:`~TemperedConjugateGibbs.sweep_epsilon` per call, also
 emitted as the sampler statistic ``privacy_epsilon`` of every draw. The statistics it samples
 from are exact, hence private: they are computed at construction, in the parent process, and
-never enter a model graph. Use :func:`pymc_dp.sample` for a private run: it also removes the
-data from the model that PyMC's other samplers see, and charges the ledger.
+never enter a model graph. The step therefore runs only when :func:`pymc_dp.sample` built it
+(:func:`pymc_dp.steps.guard.route_context`): the route sets T from ε, removes the data from the
+model that PyMC's other samplers see, and charges the ledger. Built anywhere else — on any
+model, with or without ``analysis=`` — it refuses to step.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from pymc_dp.analysis.tempered import (
 )
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families.tempered import TEMPERING, tempered_draw
-from pymc_dp.steps.guard import check_route, sanctioned
+from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
 from pymc_dp.steps.parameters import parameter_function
 from pymc_dp.steps.transforms import compile_transforms, forward_transform
@@ -128,7 +130,8 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
     ------
     NonPrivateModelError
         If a variable is not a block, or the model cannot be sampled at temperature T
-        (see :func:`~pymc_dp.tempered.analyse_tempered_model`).
+        (see :func:`~pymc_dp.tempered.analyse_tempered_model`); from ``step``, if the step
+        was not built by :func:`pymc_dp.sample` (it reads exact private statistics).
     InvalidPrivateDataError
         If a record lies outside its declared domain.
     ValueError
@@ -158,7 +161,8 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
         compile_kwargs: dict | None = None,
     ) -> None:
         model = modelcontext(model)
-        self._sanctioned = sanctioned(bool(model.observed_RVs))
+        # exact private statistics, whatever the model: only a route may run this step
+        self._sanctioned = in_route()
         if analysis is None:
             analysis = analyse_tempered_model(
                 model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint

@@ -3,6 +3,8 @@ noise is drawn or any ledger is charged (issue: one data path behind a privacy b
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -115,19 +117,29 @@ def test_public_declaration_is_checked():
         pymc_dp.sample(5, epsilon=1.0, model=observed_public, public=["y_data"], **QUIET)
 
 
-def test_hyperparameters_and_design_constants_stay_implicit():
+def test_one_number_arrays_are_design_constants_and_distinct_values_are_private():
     with pm.Model() as model:
-        alpha = pm.Dirichlet("alpha", a=np.array([1.0, 2.0, 3.0]))
-        mu = pm.Normal("mu", mu=np.zeros(3), sigma=np.ones(3))
+        alpha = pm.Dirichlet("alpha", a=np.ones(3))
+        mu = pm.Normal("mu", mu=np.zeros(3), sigma=np.full(3, 2.0))
         pm.Deterministic("scaled", 2.0 * alpha + mu)
         pm.Categorical("c", p=alpha, observed=np.array([0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 2, 0]))
     inputs = classify_inputs(model)
     kinds = {inputs.labels[v]: k for v, k in inputs.kinds.items()}
     assert kinds["the observed values of 'c'"] == "private"
-    assert set(k for label, k in kinds.items() if label.startswith("a prior parameter")) == {
-        "hyperparameter"
-    }
-    assert not inputs.private_reads("scaled")
+    assert not inputs.private_reads("alpha") and not inputs.private_reads("scaled")
+    # an informative prior of distinct values could be records: private until declared public
+    with pm.Model() as informative:
+        theta = pm.Dirichlet("theta", a=np.array([1.0, 2.0, 3.0]))
+        pm.Categorical("c", p=theta, observed=np.array([0, 1, 2, 2, 1]))
+    with pytest.raises(
+        NonPrivateModelError, match=r"'theta' reads a constant array of shape \(3,\)"
+    ):
+        pymc_dp.sample(5, epsilon=1.0, model=informative, **QUIET)
+    with pm.Model() as declared:
+        theta = pm.Dirichlet("theta", a=pm.Data("prior_counts", np.array([1.0, 2.0, 3.0])))
+        pm.Categorical("c", p=theta, observed=np.array([0, 1, 2, 2, 1]))
+    idata = pymc_dp.sample(5, tune=5, epsilon=1.0, model=declared, public=["prior_counts"], **QUIET)
+    assert idata["posterior"]["theta"].shape[-1] == 3
 
 
 def test_record_shaped_prior_parameter_is_private():
@@ -278,6 +290,7 @@ def test_hmm_posterior_sampling_under_add_remove_one_is_refused_before_sampling(
     _, model = _hmm(truncation=10)
     ledger = PrivacyLedger()
 
+    @functools.wraps(pm.sample)  # keeps pm.sample's signature for the option checks
     def no_sampling(*args, **kwargs):
         raise AssertionError("pm.sample ran before the refusal")
 
@@ -301,3 +314,13 @@ def test_sample_inside_the_model_context(mechanism, options):
     with _model(mechanism):
         idata = pymc_dp.sample(5, epsilon=1.0, mechanism=mechanism, **options, **QUIET)
     assert PrivacyLedger.from_datatree(idata).events[0].mechanism == mechanism
+
+
+def test_hmm_variables_added_by_the_user_are_refused_not_dropped():
+    _, model = _hmm()
+    with model:
+        pm.Deterministic("doubled", 2.0 * model["transition"])
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"\['doubled'\] were added"):
+        pymc_dp.sample(5, tune=5, epsilon=5.0, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
