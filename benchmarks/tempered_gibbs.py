@@ -102,21 +102,31 @@ def main() -> int:
     run("tempered Gibbs", model, 20)  # warm-up: imports, caches
     results = {name: run(name, model, draws) for name in ("tempered Gibbs", "NUTS")}
     floor = numpy_floor(model, 2000)
-    print(f"Stops search rate, 9 races + (m, κ), T = {TEMPERATURE:g}, 2 chains x "
-          f"({draws} tune + {draws} draws)")
-    print(f"{'sampler':<16}{'wall s':>9}{'sampling s':>12}{'min ESS':>9}{'ESS/s wall':>12}"
-          f"{'ESS/s samp':>12}")
+    print(
+        f"Stops search rate, 9 races + (m, κ), T = {TEMPERATURE:g}, 2 chains x "
+        f"({draws} tune + {draws} draws)"
+    )
+    print(
+        f"{'sampler':<16}{'wall s':>9}{'sampling s':>12}{'min ESS':>9}{'ESS/s wall':>12}"
+        f"{'ESS/s samp':>12}"
+    )
     for name, r in results.items():
-        print(f"{name:<16}{r['wall']:>9.2f}{r['sampling']:>12.2f}{r['ess']:>9.0f}"
-              f"{r['ess'] / r['wall']:>12.0f}{r['ess'] / r['sampling']:>12.0f}")
+        print(
+            f"{name:<16}{r['wall']:>9.2f}{r['sampling']:>12.2f}{r['ess']:>9.0f}"
+            f"{r['ess'] / r['wall']:>12.0f}{r['ess'] / r['sampling']:>12.0f}"
+        )
     g, n = results["tempered Gibbs"], results["NUTS"]
     wall = (g["ess"] / g["wall"]) / (n["ess"] / n["wall"])
     sampling = (g["ess"] / g["sampling"]) / (n["ess"] / n["sampling"])
-    print(f"ratio tempered Gibbs / NUTS ESS per second: {wall:.1f}x (wall), "
-          f"{sampling:.1f}x (sampling only)")
+    print(
+        f"ratio tempered Gibbs / NUTS ESS per second: {wall:.1f}x (wall), "
+        f"{sampling:.1f}x (sampling only)"
+    )
     per_draw = g["sampling"] / g["draws"]
-    print(f"tempered Gibbs per draw (rates by the step, (m, κ) by NUTS): {per_draw * 1e3:.2f} ms; "
-          f"NumPy floor of the rate update: {floor * 1e3:.3f} ms ({per_draw / floor:.1f}x)")
+    print(
+        f"tempered Gibbs per draw (rates by the step, (m, κ) by NUTS): {per_draw * 1e3:.2f} ms; "
+        f"NumPy floor of the rate update: {floor * 1e3:.3f} ms ({per_draw / floor:.1f}x)"
+    )
     diff = float(np.abs(g["mean"] - n["mean"]).max())
     print(f"max |posterior mean difference| = {diff:.3f}")
     if not (np.isfinite(g["ess"]) and np.isfinite(n["ess"])) or diff > 0.05:

@@ -93,8 +93,10 @@ class TruncatedDirichletRV(RandomVariable):
     @classmethod
     def rng_fn(cls, rng, alpha, truncation, size):
         alpha = np.asarray(alpha, dtype=np.float64)
-        batch = tuple(size) if size is not None else np.broadcast_shapes(
-            alpha.shape[:-1], np.shape(truncation)
+        batch = (
+            tuple(size)
+            if size is not None
+            else np.broadcast_shapes(alpha.shape[:-1], np.shape(truncation))
         )
         alphas = np.broadcast_to(alpha, (*batch, alpha.shape[-1])).reshape(-1, alpha.shape[-1])
         lowers = np.broadcast_to(np.asarray(truncation, np.float64), batch).reshape(-1)
@@ -162,4 +164,3 @@ class TruncatedDirichlet(SimplexContinuous):
             pt.all(truncation * alpha.shape[-1] < 1),
             msg="alpha > 0, 0 < truncation < 1/K",
         )
-

@@ -22,7 +22,12 @@ import xarray as xr
 from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.analysis.graph import distribution_name, split_parameter, variable_value
+from pymc_dp.analysis.graph import (
+    LIKELIHOODS,
+    distribution_name,
+    split_parameter,
+    variable_value,
+)
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.ledger import LEDGER_ATTR, LEDGER_GROUP
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
@@ -31,14 +36,6 @@ __all__ = ["PREDICTIVE_GROUP", "sample_posterior_predictive"]
 
 PREDICTIVE_GROUP = "posterior_predictive"
 
-_LIKELIHOODS = {
-    "bernoulli": pm.Bernoulli,
-    "binomial": pm.Binomial,
-    "categorical": pm.Categorical,
-    "multinomial": pm.Multinomial,
-    "poisson": pm.Poisson,
-    "normal": pm.Normal,
-}
 
 
 def sample_posterior_predictive(
@@ -135,7 +132,7 @@ def sample_posterior_predictive(
 def _parameter(model, rv, posterior):
     """(likelihood kind, θ's prior variable) of observed ``rv``; group labels never read."""
     name = rv.name
-    kind = distribution_name(rv, _LIKELIHOODS)
+    kind = distribution_name(rv, LIKELIHOODS)
     if kind is None:
         raise NonPrivateModelError(f"{name}: no private posterior predictive for this likelihood")
     params = rv.owner.op.dist_params(rv.owner)

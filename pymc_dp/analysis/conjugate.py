@@ -21,8 +21,10 @@ from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Variable
 
 from pymc_dp.analysis.graph import (
+    CONJUGATE_LIKELIHOODS,
     check_conjugate_dependents,
     distribution_name,
+    likelihoods,
     record_domain,
     record_values,
     reject_imputation,
@@ -38,12 +40,7 @@ from pymc_dp.families.base import ConjugateLink
 __all__ = ["ConjugateLink", "analyse_model", "find_conjugate_link"]
 
 _PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
-_LIKELIHOODS = {
-    "bernoulli": pm.Bernoulli,
-    "binomial": pm.Binomial,
-    "categorical": pm.Categorical,
-    "multinomial": pm.Multinomial,
-}
+_LIKELIHOODS = likelihoods(CONJUGATE_LIKELIHOODS)
 
 
 def _truncation(prior_rv: Variable) -> tuple[float, float] | None:

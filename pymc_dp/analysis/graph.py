@@ -24,9 +24,13 @@ from pymc_dp.families import RecordDomain
 from pymc_dp.families.base import require_integers
 
 __all__ = [
+    "CONJUGATE_LIKELIHOODS",
+    "LIKELIHOODS",
+    "TRIALS_LIKELIHOODS",
     "check_conjugate_dependents",
     "distribution_name",
     "is_data",
+    "likelihoods",
     "observed_children",
     "record_domain",
     "record_values",
@@ -35,6 +39,26 @@ __all__ = [
     "split_parameter",
     "variable_value",
 ]
+
+
+LIKELIHOODS: dict[str, type] = {
+    "bernoulli": pm.Bernoulli,
+    "binomial": pm.Binomial,
+    "categorical": pm.Categorical,
+    "multinomial": pm.Multinomial,
+    "poisson": pm.Poisson,
+    "normal": pm.Normal,
+}
+"""Every likelihood some mechanism handles, by the name the families and messages use."""
+CONJUGATE_LIKELIHOODS = ("bernoulli", "binomial", "categorical", "multinomial")
+"""The likelihoods of the Laplace statistics (Beta/Dirichlet conjugate pairs)."""
+TRIALS_LIKELIHOODS = ("binomial", "multinomial")
+"""Likelihoods whose first parameter is a number of trials."""
+
+
+def likelihoods(names) -> dict[str, type]:
+    """The sub-table of :data:`LIKELIHOODS` for ``names``."""
+    return {name: LIKELIHOODS[name] for name in names}
 
 
 def distribution_name(rv: Variable, table: Mapping[str, type]) -> str | None:

@@ -52,7 +52,13 @@ from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-from pymc_dp.analysis.graph import distribution_name, strip_expand_dims, uncast
+from pymc_dp.analysis.graph import (
+    TRIALS_LIKELIHOODS,
+    distribution_name,
+    likelihoods,
+    strip_expand_dims,
+    uncast,
+)
 from pymc_dp.errors import NonPrivateModelError
 
 __all__ = [
@@ -64,7 +70,6 @@ __all__ = [
 ]
 
 PRIVATE, PUBLIC, DESIGN = "private", "public", "design constant"
-_TRIALS = {"binomial": pm.Binomial, "multinomial": pm.Multinomial}
 _FIX = (
     "If the array holds no information about individuals, wrap it as pm.Data('name', array) "
     "and pass public=['name'] to pymc_dp.sample; otherwise remove the variable and compute it "
@@ -259,7 +264,8 @@ def claimed_reads(model: pm.Model, rv: Variable) -> set[Variable]:
         param = strip_expand_dims(param)
         if param.owner is not None and isinstance(param.owner.op, AdvancedSubtensor):
             sources += param.owner.inputs[1:]
-    if distribution_name(rv, _TRIALS) is not None and np.size(_value(uncast(params[0]))) > 1:
+    has_trials = distribution_name(rv, likelihoods(TRIALS_LIKELIHOODS)) is not None
+    if has_trials and np.size(_value(uncast(params[0]))) > 1:
         sources.append(params[0])
     claimed = set(sources)
     claimed |= {a for a in ancestors(sources) if isinstance(a, Constant | SharedVariable)}

@@ -47,7 +47,9 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.analysis.graph import (
+    LIKELIHOODS,
     check_conjugate_dependents,
+    distribution_name,
     is_data,
     record_domain,
     record_values,
@@ -92,14 +94,6 @@ LIKELIHOOD_PRIORS: dict[str, str] = {
 }
 """The prior kind each supported likelihood needs for its block."""
 
-_LIKELIHOOD_OPS = {
-    "bernoulli": pm.Bernoulli,
-    "binomial": pm.Binomial,
-    "categorical": pm.Categorical,
-    "multinomial": pm.Multinomial,
-    "poisson": pm.Poisson,
-    "normal": pm.Normal,
-}
 _BASE_PRIORS = {"beta": pm.Beta, "gamma": pm.Gamma, "normal": pm.Normal}
 _UNTRUNCATED = {"beta": pm.Beta, "gamma": pm.Gamma, "normal": pm.Normal, "dirichlet": pm.Dirichlet}
 _HOW_TO_TRUNCATE = {
@@ -334,11 +328,7 @@ def _check_disjoint(groups, observed_names) -> None:
 
 
 def _likelihood_kind(rv: Variable) -> str | None:
-    op = rv.owner.op
-    for name, dist in _LIKELIHOOD_OPS.items():
-        if isinstance(op, type(dist.rv_op)):
-            return name
-    return None
+    return distribution_name(rv, LIKELIHOODS)
 
 
 def _prior_kind(prior_rv: Variable) -> str | None:

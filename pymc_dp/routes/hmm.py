@@ -6,6 +6,7 @@ Called by :func:`pymc_dp.sample` when the model was built by
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 
 import pymc as pm
@@ -178,7 +179,9 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
 
 def _sample_laplace(spec, noisy, draws, method, kwargs):
     private = spec.rebuild(noisy)
-    with private:
+    with private, warnings.catch_warnings():
+        # R-hat of a state that never moves divides 0 by 0 in ArviZ: noise, not a diagnosis
+        warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
         step = NaiveBayesHMMGibbs(method=method)
         idata = pm.sample(draws, step=step, **kwargs)
     released = xr.Dataset({"cell_counts": noisy.to_dataarray()})

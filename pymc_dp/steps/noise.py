@@ -37,9 +37,7 @@ class SecretNoise:
 
     def _init_noise(self, noise_seed: int | None, rng, secret: bool = True) -> None:
         if secret:
-            self._noise_entropy = (
-                secrets.randbits(128) if noise_seed is None else int(noise_seed)
-            )
+            self._noise_entropy = secrets.randbits(128) if noise_seed is None else int(noise_seed)
         self.rng = self._chain_generator(rng)
 
     def _chain_generator(self, rng) -> np.random.Generator:
