@@ -58,6 +58,7 @@ from pymc_dp.analysis.graph import (
     likelihoods,
     strip_expand_dims,
     uncast,
+    variable_value,
 )
 from pymc_dp.errors import NonPrivateModelError
 
@@ -141,12 +142,26 @@ def validate_public(model: pm.Model, public: Iterable[str]) -> frozenset[str]:
     declared_observed = sorted(
         v.name for v in model.data_vars if v.name in public and v in holding_records
     )
+    records = [variable_value(v) for v in observed_values]
+    declared_observed += sorted(
+        v.name
+        for v in model.data_vars
+        if v.name in public
+        and v.name not in declared_observed
+        and any(_same_array(v.get_value(borrow=True), r) for r in records)
+    )
     if declared_observed:
         raise NonPrivateModelError(
             f"{declared_observed} hold observed values, which are the private records every "
             "mechanism protects: they cannot be declared public. Nothing was released."
         )
     return public
+
+
+def _same_array(a, b) -> bool:
+    """True when two arrays hold the same values (a public copy of the records)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.size > 1 and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:

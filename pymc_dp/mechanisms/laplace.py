@@ -109,7 +109,9 @@ def release_laplace(
     source : str
         Paper, section and equation (for the ledger).
     backend : {"opendp", "numpy"}
-        Noise source. ``"numpy"`` is for tests and simulations only.
+        Noise source. ``"numpy"`` is for tests and simulations only: its event records an
+        ``unverified_assumption`` (a secret generator state, no floating-point attack), so a
+        ledger holding it is not a guarantee.
     rng : numpy.random.Generator, optional
         Generator for the NumPy backend. Ignored (and must be None) for OpenDP.
 
@@ -149,6 +151,7 @@ def release_laplace(
         noise_scale=scale,
         statistic=statistic,
         source=source,
+        unverified_assumption=_NUMPY_ASSUMPTION if backend == "numpy" else "",
     )
     ledger.charge(event)
     flat = array.ravel()
@@ -158,6 +161,13 @@ def release_laplace(
         generator = rng if rng is not None else np.random.default_rng()
         noisy = flat + generator.laplace(0.0, scale, size=flat.shape)
     return noisy.reshape(array.shape)
+
+
+_NUMPY_ASSUMPTION = (
+    "NumPy floating-point Laplace noise (tests and simulations only): the guarantee assumes "
+    "the generator's state stays secret (a known seed reproduces the noise) and ignores "
+    "floating-point attacks on the noise (Mironov 2012)"
+)
 
 
 def _check_backend(backend: str) -> None:

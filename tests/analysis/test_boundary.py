@@ -115,6 +115,14 @@ def test_public_declaration_is_checked():
         pm.Bernoulli("y", p=p, observed=pm.Data("y_data", OUTCOME))
     with pytest.raises(NonPrivateModelError, match="cannot be declared public"):
         pymc_dp.sample(5, epsilon=1.0, model=observed_public, public=["y_data"], **QUIET)
+    with pm.Model() as aliased:  # a "public" copy of the records
+        p = pm.Beta("p", 1, 1)
+        pm.Bernoulli("y", p=p, observed=OUTCOME)
+        pm.Deterministic("copy", p + pm.Data("copy_of_y", OUTCOME.copy()).sum())
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=r"\['copy_of_y'\] hold observed values"):
+        pymc_dp.sample(5, epsilon=1.0, model=aliased, public=["copy_of_y"], ledger=ledger, **QUIET)
+    assert len(ledger) == 0
 
 
 def test_one_number_arrays_are_design_constants_and_distinct_values_are_private():

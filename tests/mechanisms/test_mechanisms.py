@@ -346,3 +346,31 @@ def test_gibbs_posterior_inverse_temperature_closed_form_and_cap():
     for bad in [(0.0, 1e-5, 1.0, 1.0), (1.0, 0.0, 1.0, 1.0), (1.0, 1e-5, 0.0, 1.0)]:
         with pytest.raises(ValueError):
             gibbs_posterior_inverse_temperature(*bad)
+
+
+def test_numpy_noise_is_recorded_as_not_a_guarantee():
+    from pymc_dp.mechanisms.laplace import release_laplace
+
+    ledger = PrivacyLedger()
+    release_laplace(
+        np.array([3.0]),
+        sensitivity=1.0,
+        epsilon=1.0,
+        ledger=ledger,
+        neighbouring="replace-one",
+        variables=("y",),
+        statistic="count",
+        backend="numpy",
+        rng=np.random.default_rng(0),
+    )
+    assert ledger.events[0].unverified_assumption and not ledger.guaranteed
+    release_laplace(
+        np.array([3.0]),
+        sensitivity=1.0,
+        epsilon=1.0,
+        ledger=(opendp := PrivacyLedger()),
+        neighbouring="replace-one",
+        variables=("y",),
+        statistic="count",
+    )
+    assert opendp.guaranteed
