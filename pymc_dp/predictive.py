@@ -37,7 +37,6 @@ __all__ = ["PREDICTIVE_GROUP", "sample_posterior_predictive"]
 PREDICTIVE_GROUP = "posterior_predictive"
 
 
-
 def sample_posterior_predictive(
     idata: xr.DataTree,
     *,

@@ -9,19 +9,12 @@ record the event, release, sample, strip.
 
 from __future__ import annotations
 
-import difflib
-import inspect
-import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pymc as pm
 import xarray as xr
-from pymc.backends.arviz import to_inference_data
 from pymc.model import modelcontext
-from pymc.sampling.mcmc import STEP_METHODS
-from pymc.step_methods.compound import Competence
-from pymc.vartypes import discrete_types
 
 from pymc_dp.analysis import recognise
 from pymc_dp.analysis.inputs import validate_public
@@ -30,6 +23,7 @@ from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.routes import MECHANISMS, RunRequest, route_for
 from pymc_dp.routes.laplace import private_trace, released_statistics_dataset
+from pymc_dp.sample_options import check_route_options, is_integer, validate_sample_kwargs
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.traces import RELEASED_GROUP, SAFE_GROUPS
 
@@ -185,7 +179,7 @@ def sample(
     validate_neighbouring(neighbouring)
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if not _is_int(draws) or int(draws) < 1:
+    if not is_integer(draws) or int(draws) < 1:
         raise ValueError(f"need at least one draw (an integer), got {draws!r}")
     if kwargs.get("return_inferencedata", True) is False:
         raise ValueError("pymc_dp.sample always returns a DataTree (it carries the ledger)")
@@ -203,7 +197,7 @@ def sample(
         data_bounds=data_bounds,
         disjoint=disjoint,
     )
-    _check_route_options(model, kwargs, recognised, mechanism, step)
+    check_route_options(model, kwargs, recognised, mechanism, step)
     run = route_for(recognised.kind, mechanism)
     run_ledger = ledger if ledger is not None else PrivacyLedger(budget=budget)
     spent_before = len(run_ledger)
@@ -274,265 +268,3 @@ def _budget_message_with_step_releases(
         f"({len(step_events)} event(s), epsilon={spent:g}, recorded in the steps' own ledger): "
         "that release happened and is not undone."
     )
-
-
-# --- pm.sample options, checked before anything is released --------------------------------
-
-_ROUTE_OPTIONS = {
-    "hmm_method": "hmm",  # naive-Bayes HMM routes
-    "projection": "hmm",
-    "proposal_scale": "metropolis",  # mechanism='metropolis'
-}
-"""Keywords of pymc_dp.sample that its routes consume (not passed to pm.sample)."""
-_OWN_ARGUMENTS = ("draws", "step", "model", "kwargs")
-_STEP_NAMES = {method.name: method for method in STEP_METHODS}
-_INITS = (
-    "auto",
-    "adapt_diag",
-    "jitter+adapt_diag",
-    "jitter+adapt_diag_grad",
-    "advi+adapt_diag",
-    "advi",
-    "advi_map",
-    "map",
-    "jitter+map",
-    "adapt_full",
-    "jitter+adapt_full",
-)
-_BOOLEAN_OPTIONS = (
-    "discard_tuned_samples",
-    "compute_convergence_checks",
-    "keep_warning_stat",
-    "quiet",
-)
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
-
-
-def _parameters(function) -> set[str]:
-    return {
-        name
-        for name, p in inspect.signature(function).parameters.items()
-        if p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
-    }
-
-
-def _step_parameters(step_class) -> set[str]:
-    """Named keyword arguments of a PyMC step class (its ``__init__`` chain)."""
-    names: set[str] = set()
-    for klass in step_class.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is not None:
-            names |= _parameters(init)
-    # pm.sample passes these itself
-    return names - {"self", "vars", "model", "initial_point", "compile_kwargs"}
-
-
-def _unknown(name: str, known) -> ValueError:
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return ValueError(
-        f"pymc_dp.sample got an unknown option {name!r}{hint}: it is neither an option of "
-        f"pymc_dp.sample or pm.sample nor a PyMC step name ({sorted(_STEP_NAMES)}) or "
-        "target_accept. Nothing was released."
-    )
-
-
-def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
-    """Check the options meant for ``pm.sample`` before anything is released.
-
-    An option ``pm.sample`` would reject after the release — an unknown name, a bad number of
-    chains, another NUTS sampler, an unknown variable, a bad seed — would leave ε charged for
-    a trace that is never returned. So every option is checked first: names against
-    ``pm.sample``'s parameters, its step-method keyword dicts (``nuts={...}``, ...; their keys
-    against the step's constructor) and ``target_accept``, and the routes' own keywords
-    (``hmm_method``, ``projection`` for HMMs, ``proposal_scale`` for
-    ``mechanism="metropolis"``; which route takes them is checked once the model is
-    recognised, still before any release); ``tune``, ``chains`` and ``cores`` are
-    integers (chains, cores >= 1, tune >= 0); ``nuts_sampler`` is ``"pymc"`` (another sampler
-    would run on the model outside the private steps); ``var_names`` names model variables;
-    ``random_seed`` is None, an integer >= 0, a sequence of them or a NumPy Generator.
-
-    Raises
-    ------
-    ValueError
-        Naming the option. Nothing was released or charged.
-    """
-    sample_options = _parameters(pm.sample) - set(_OWN_ARGUMENTS)
-    known = sample_options | set(_STEP_NAMES) | {"target_accept"} | set(_ROUTE_OPTIONS)
-    for name in kwargs:
-        if name not in known:
-            raise _unknown(name, known)
-    for name in ("tune", "chains", "cores"):
-        value = kwargs.get(name)
-        if value is None:
-            continue
-        if not _is_int(value):
-            raise ValueError(f"{name} must be an integer, got {value!r}. Nothing was released.")
-        floor = 0 if name == "tune" else 1
-        if int(value) < floor:
-            raise ValueError(f"{name} must be >= {floor}, got {value!r}. Nothing was released.")
-    sampler = kwargs.get("nuts_sampler")
-    if sampler is not None and sampler != "pymc":
-        raise ValueError(
-            f"nuts_sampler must be 'pymc', got {sampler!r}: another sampler would run on the "
-            "model outside pymc_dp's private steps. Nothing was released."
-        )
-    for name in _BOOLEAN_OPTIONS:
-        if name in kwargs and not isinstance(kwargs[name], bool | np.bool_):
-            raise ValueError(f"{name} must be True or False, got {kwargs[name]!r}")
-    _validate_var_names(model, kwargs.get("var_names"))
-    _validate_random_seed(kwargs.get("random_seed"))
-    _validate_initvals(model, kwargs.get("initvals"))
-    init = kwargs.get("init", "auto")
-    if not isinstance(init, str) or init.lower() not in _INITS:
-        raise ValueError(f"init must be one of {_INITS}, got {init!r}. Nothing was released.")
-    idata_kwargs = kwargs.get("idata_kwargs")
-    if idata_kwargs is not None:
-        if not isinstance(idata_kwargs, Mapping):
-            raise ValueError(f"idata_kwargs must be a dict, got {idata_kwargs!r}")
-        allowed = _parameters(to_inference_data) - {"trace"}
-        for key in idata_kwargs:
-            if key not in allowed:
-                raise ValueError(
-                    f"idata_kwargs has an unknown key {key!r} (pm.to_inference_data takes "
-                    f"{sorted(allowed)}). Nothing was released."
-                )
-    for name in ("compile_kwargs", "nuts_sampler_kwargs"):
-        if kwargs.get(name) is not None and not isinstance(kwargs[name], Mapping):
-            raise ValueError(f"{name} must be a dict, got {kwargs[name]!r}")
-    if kwargs.get("nuts_sampler_kwargs") is not None and "nuts" in kwargs:
-        raise ValueError("give NUTS options once, as nuts={...}, not also nuts_sampler_kwargs")
-    for name, step_class in _STEP_NAMES.items():
-        options = kwargs.get("nuts_sampler_kwargs") if name == "nuts" else None
-        options = kwargs.get(name, options)
-        if options is None:
-            continue
-        if not isinstance(options, Mapping):
-            raise ValueError(f"{name} must be a dict of {step_class.__name__} options")
-        allowed = _step_parameters(step_class)
-        for key in options:
-            if key not in allowed:
-                raise ValueError(
-                    f"{name}={{...}} has an unknown key {key!r} ({step_class.__name__} takes "
-                    f"{sorted(allowed)}). Nothing was released."
-                )
-    if "target_accept" in kwargs:
-        nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
-        if "target_accept" in nuts:
-            raise ValueError("target_accept was given twice (directly and in nuts={...})")
-        value = kwargs["target_accept"]
-        if not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
-            raise ValueError(f"target_accept must be in (0, 1), got {value!r}")
-
-
-def _validate_var_names(model: pm.Model, var_names) -> None:
-    if var_names is None:
-        return
-    if isinstance(var_names, str) or not isinstance(var_names, Sequence | np.ndarray):
-        raise ValueError(f"var_names must be a list of variable names, got {var_names!r}")
-    names = {v.name for v in model.unobserved_RVs}
-    unknown = [v for v in var_names if not isinstance(v, str) or v not in names]
-    if unknown:
-        raise ValueError(
-            f"var_names must name free or deterministic variables of the model; unknown "
-            f"{unknown}. Nothing was released."
-        )
-
-
-def _validate_random_seed(seed) -> None:
-    if seed is None or isinstance(seed, np.random.Generator):
-        return
-    if _is_int(seed):
-        if int(seed) < 0:
-            raise ValueError(f"random_seed must be >= 0, got {seed!r}. Nothing was released.")
-        return
-    if isinstance(seed, Sequence | np.ndarray) and not isinstance(seed, str | bytes):
-        values = list(np.asarray(seed, dtype=object).ravel())
-        if values and all(_is_int(v) and int(v) >= 0 for v in values):
-            return
-    raise ValueError(
-        f"random_seed must be None, an integer >= 0, a sequence of them or a "
-        f"numpy.random.Generator, got {seed!r}. Nothing was released."
-    )
-
-
-def _validate_initvals(model: pm.Model, initvals) -> None:
-    if initvals is None:
-        return
-    points = [initvals] if isinstance(initvals, Mapping) else initvals
-    if not isinstance(points, Sequence):
-        raise ValueError("initvals must be a dict, or one dict (or None) per chain")
-    names = {rv.name for rv in model.free_RVs} | {v.name for v in model.value_vars}
-    for point in points:
-        if point is None:
-            continue
-        if not isinstance(point, Mapping):
-            raise ValueError("initvals must be a dict, or one dict (or None) per chain")
-        unknown = [
-            key
-            for key in point
-            if (key if isinstance(key, str) else getattr(key, "name", None)) not in names
-        ]
-        if unknown:
-            raise ValueError(
-                f"initvals names no free variable of the model: {unknown}. Nothing was released."
-            )
-
-
-def _check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism, step) -> None:
-    """Refuse options that the run would reject only after the release: a route's keyword
-    given to another route, and step-method options (``nuts={...}``, ``target_accept``) that
-    no PyMC sampler of the run would take."""
-    for name in kwargs:
-        route = _ROUTE_OPTIONS.get(name)
-        if route == "hmm" and recognised.kind != "hmm":
-            raise ValueError(
-                f"{name!r} is an option of naive-Bayes HMM models only. Nothing was released."
-            )
-        if route == "metropolis" and mechanism != "metropolis":
-            raise ValueError(
-                f"{name!r} is an option of mechanism='metropolis' only. Nothing was released."
-            )
-    asked = [name for name in _STEP_NAMES if name in kwargs]
-    if kwargs.get("nuts_sampler_kwargs") is not None:
-        asked.append("nuts")
-    if "target_accept" in kwargs:
-        asked.append("nuts")
-    if not asked:
-        return
-    used = _pymc_step_names(model, recognised, mechanism, step)
-    for name in dict.fromkeys(asked):
-        if name not in used:
-            what = "target_accept / nuts" if name == "nuts" else name
-            raise ValueError(
-                f"{what} options were given, but no variable of this run is sampled by "
-                f"PyMC's {_STEP_NAMES[name].__name__}: the private step samples "
-                f"{'every variable' if not used else 'the released blocks'}"
-                f"{'' if not used else f' and PyMC uses {sorted(used)}'}. "
-                "Nothing was released."
-            )
-
-
-def _pymc_step_names(model: pm.Model, recognised, mechanism: str, step) -> set[str]:
-    """Names of the PyMC step methods ``pm.sample`` would assign to the free variables that
-    the run's private step does not sample (as ``pm.sample`` picks them: best competence)."""
-    if recognised.kind == "hmm" or mechanism == "metropolis":
-        return set()  # one private step samples every variable
-    if recognised.kind == "conjugate":
-        private = {link.prior for link in recognised.blocks.values()}
-    else:
-        private = set(recognised.blocks.priors)
-    names = set()
-    for rv in model.free_RVs:
-        if rv.name in private:
-            continue
-        value = model.rvs_to_values[rv]
-        has_gradient = value.dtype not in discrete_types
-        competence = {m: m._competence(rv, has_gradient)[0] for m in STEP_METHODS}
-        best = max(STEP_METHODS, key=competence.__getitem__)  # as pm.sample picks
-        if competence[best] > Competence.INCOMPATIBLE:
-            names.add(best.name)
-    return names
