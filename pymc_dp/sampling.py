@@ -149,7 +149,8 @@ def sample(
         ``progressbar``, ``nuts={...}``, ...). Naive-Bayes HMMs also take
         ``hmm_method="ffbs" | "collapsed"`` and ``projection="cell" | "none"``. Options that
         would see unreleased draws are refused when only the last draw is released. Every
-        option is checked before anything is released (:func:`validate_sample_kwargs`):
+        option is checked before anything is released
+        (:func:`pymc_dp.sample_options.validate_sample_kwargs`):
         unknown names, non-integer or out-of-range ``tune``/``chains``/``cores``,
         ``nuts_sampler`` other than ``"pymc"``, unknown ``var_names``, invalid ``random_seed``
         raise ValueError and charge nothing.
