@@ -22,7 +22,7 @@ from pymc_dp.errors import BudgetExceededError
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.routes import MECHANISMS, RunRequest, route_for
-from pymc_dp.routes.laplace import private_trace, released_statistics_dataset
+from pymc_dp.routes.laplace import INFERENCES, private_trace, released_statistics_dataset
 from pymc_dp.sample_options import check_route_options, is_integer, validate_sample_kwargs
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.traces import RELEASED_GROUP, SAFE_GROUPS
@@ -56,6 +56,7 @@ def sample(
     step: PrivateConjugateGibbs | Sequence[PrivateConjugateGibbs] | None = None,
     public: Sequence[str] = (),
     assume_rejection_bound: bool = False,
+    inference: str | None = None,
     model: pm.Model | None = None,
     **kwargs,
 ) -> xr.DataTree:
@@ -143,6 +144,14 @@ def sample(
         every step rejects with probability at most δ/n — an assumption its own chain
         usually contradicts. The event records it in ``unverified_assumption`` and is not a
         guarantee (``PrivacyLedger.guaranteed`` is False).
+    inference : {"noise-aware", "plugin"}, optional
+        How the Laplace route reads its released statistics (post-processing either way: the
+        same release, the same ledger event). ``"noise-aware"``: the true statistics are latent
+        and the Laplace noise is the likelihood of the release, so intervals account for the
+        privacy noise (Bernstein & Sheldon 2018; Ju et al. 2022). ``"plugin"``: the projected
+        noisy statistics are used as if exact (Foulds et al. 2016, §4.2); intervals are too
+        narrow at small n·ε. Default (None): the route's default, see
+        :data:`pymc_dp.routes.laplace.DEFAULT_INFERENCE`. Only for ``mechanism="laplace"``.
     model : pm.Model, optional
     **kwargs
         Passed to ``pm.sample`` (``tune``, ``chains``, ``cores``, ``random_seed``,
@@ -188,6 +197,11 @@ def sample(
         raise ValueError("give either a ledger (with its own budget) or a budget, not both")
     if assume_rejection_bound and (mechanism, release) != ("metropolis", "chain"):
         raise ValueError("assume_rejection_bound is for mechanism='metropolis', release='chain'")
+    if inference is not None and (mechanism != "laplace" or inference not in INFERENCES):
+        raise ValueError(
+            f"inference must be one of {INFERENCES} with mechanism='laplace' (the tempered "
+            f"mechanisms sample the posterior itself), got {inference!r} with {mechanism!r}"
+        )
     validate_sample_kwargs(model, kwargs)
     public = validate_public(model, public)
     recognised = recognise(
@@ -221,6 +235,7 @@ def sample(
         step=step,
         public=public,
         assume_rejection_bound=assume_rejection_bound,
+        inference=inference,
         sample_kwargs=kwargs,
     )
     try:

@@ -60,6 +60,14 @@ class ReleasedStatistics:
         Projected statistics used for the posterior (post-processing of ``noisy``).
     event : PrivacyEvent
         The ledger event of the release.
+    scale : float
+        Laplace scale b = sensitivity / epsilon of every released component (public).
+    neighbouring : {"replace-one", "add-remove-one"}
+        Neighbouring relation of the release.
+    public_totals : ndarray, shape (G,), or None
+        Per-group totals Σ_j table[g, j] when they are public (one group, replace-one, public
+        trials: n × trials), else None (they are private and only released with noise).
+        Noise-aware inference conditions on them.
     """
 
     observed: str
@@ -68,6 +76,9 @@ class ReleasedStatistics:
     noisy: np.ndarray
     table: np.ndarray
     event: PrivacyEvent
+    scale: float = float("nan")
+    neighbouring: str = "replace-one"
+    public_totals: np.ndarray | None = None
 
 
 def sufficient_statistics(link: ConjugateLink) -> np.ndarray:
@@ -161,13 +172,26 @@ def release_sufficient_statistics(
         rng=rng,
     )
     event = ledger.events[-1]
+    public_totals = None
+    if neighbouring == "replace-one" and link.n_groups == 1 and link.domain.trials_public:
+        public_totals = np.array([float(link.family.record_totals(link.data, link.domain).sum())])
     if n_released == 1:
-        total = float(link.family.record_totals(link.data, link.domain).sum())
+        total = float(public_totals[0])
         first = np.clip(noisy[:, 0], 0.0, total)
         table = np.column_stack([first, total - first])
     else:
         table = np.clip(noisy, 0.0, None)
-    return ReleasedStatistics(link.observed, link.prior, link.family.name, noisy, table, event)
+    return ReleasedStatistics(
+        link.observed,
+        link.prior,
+        link.family.name,
+        noisy,
+        table,
+        event,
+        scale=float(event.noise_scale),
+        neighbouring=neighbouring,
+        public_totals=public_totals,
+    )
 
 
 def release_all(

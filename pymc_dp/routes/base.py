@@ -39,4 +39,5 @@ class RunRequest:
     step: Any = None
     public: frozenset[str] = frozenset()
     assume_rejection_bound: bool = False
+    inference: str | None = None
     sample_kwargs: dict[str, Any] = field(default_factory=dict)

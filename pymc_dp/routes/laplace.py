@@ -30,7 +30,18 @@ from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
 from pymc_dp.traces import RELEASED_GROUP, keep_groups, shared_function_trace
 
-__all__ = ["private_trace", "released_statistics_dataset", "run_laplace"]
+__all__ = [
+    "DEFAULT_INFERENCE",
+    "INFERENCES",
+    "private_trace",
+    "released_statistics_dataset",
+    "run_laplace",
+]
+
+INFERENCES: tuple[str, ...] = ("noise-aware", "plugin")
+"""How the released statistics are read (``pymc_dp.sample(inference=...)``)."""
+DEFAULT_INFERENCE = "plugin"
+"""The Laplace route's inference when ``inference`` is not given."""
 
 
 def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
