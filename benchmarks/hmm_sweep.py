@@ -25,6 +25,14 @@ T=365, K=10, D=6, J=6, N=10^7. Everything runs in one process, in one run:
    hmmlearn 0.3.3 accepts them. Both ``implementation="log"`` (the default) and
    ``"scaling"`` are timed; the ratio hmmlearn / ``sweep`` uses the faster of the two.
    Target >= 20. Note the asymmetry: hmmlearn sees 1 feature, pymc_dp's sweep all D.
+5. noise-aware inference (``pymc_dp.hmm.noise_aware``): the tensor is released once at
+   ``--epsilon`` (NumPy Laplace noise, projected at 0, untimed) and three sweeps on the
+   release are timed, interleaved, from the same start: the plug-in ``gibbs.sweep``, the
+   noise-aware ``noise_aware_sweep`` (states given the latent counts: the steady-state sweep)
+   and the same with ``collapsed_states=True`` (the optional warm-up sweeps of a chain;
+   ``--collapsed-repeats`` runs); then ``NaiveBayesHMMGibbs(inference="noise-aware")`` steps
+   along one chain (after its first, initialising step). Printed: ratio noise-aware / plug-in sweep,
+   target <= 3.
 
 Sweeps: one untimed warm-up each, then ``--sweep-repeats`` (7) timed rounds, the three
 interleaved, every one starting from the same (z, θ, A); EM: one warm-up, then ``--repeats``
@@ -34,7 +42,8 @@ Sanity checks (untimed): the tensor matches the simulator's, and the floor's θ 
 statistics equal pymc_dp's ``emission_counts`` / ``transition_counts`` on its own states.
 
 Run: python benchmarks/hmm_sweep.py [--regions 1000 --times 365 --states 10 --features 6
-     --categories 6 --records 10000000 --repeats 3 --sweep-repeats 7]
+     --categories 6 --records 10000000 --repeats 3 --sweep-repeats 7 --epsilon 1
+     --collapsed-repeats 2]
 Quick: python benchmarks/hmm_sweep.py --regions 50 --times 52 --records 200000
 Needs the ``bench`` extra (hmmlearn) for part 4; without it part 4 is skipped.
 """
@@ -50,7 +59,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pymc_dp.hmm import cell_counts, simulate_records
+from pymc_dp.hmm import cell_counts, release_cell_counts, simulate_records
+from pymc_dp.hmm.cells import release_event_of
 from pymc_dp.hmm.gibbs import (
     HMMData,
     emission_counts,
@@ -58,6 +68,8 @@ from pymc_dp.hmm.gibbs import (
     sweep,
     transition_counts,
 )
+from pymc_dp.hmm.noise_aware import ReleasedCounts, initial_latent_state, noise_aware_sweep
+from pymc_dp.ledger import PrivacyLedger
 from pymc_dp.models import naive_bayes_hmm
 from pymc_dp.steps import NaiveBayesHMMGibbs
 from pymc_dp.steps.guard import route_context
@@ -65,6 +77,7 @@ from pymc_dp.steps.guard import route_context
 TARGET_RATE = 20e6  # records/s, count tensor
 TARGET_FLOOR = 1.5  # pymc_dp / floor, at most
 TARGET_HMMLEARN = 20.0  # hmmlearn / pymc_dp sweep, at least
+TARGET_NOISE_AWARE = 3.0  # noise-aware / plug-in sweep on the same release, at most
 
 
 def floor_sweep(
@@ -194,6 +207,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="cell_counts and hmmlearn")
     parser.add_argument("--sweep-repeats", type=int, default=7, help="the three sweeps")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epsilon", type=float, default=1.0, help="ε of the release (part 5)")
+    parser.add_argument("--collapsed-repeats", type=int, default=2, help="part 5, collapsed")
     args = parser.parse_args()
     n_regions, n_times, n_states = args.regions, args.times, args.states
     n_features, width, n_records = args.features, args.categories, args.records
@@ -356,6 +371,79 @@ def main() -> int:
             ("hmmlearn EM / sweep", f"{ratio:.1f}x", f">= {TARGET_HMMLEARN:.0f}x",
              ratio >= TARGET_HMMLEARN)
         )  # fmt: skip
+
+    # ---- 5. noise-aware inference on a Laplace release of the same tensor
+    noisy = release_cell_counts(
+        counts,
+        args.epsilon,
+        ledger=PrivacyLedger(),
+        backend="numpy",
+        rng=np.random.default_rng(args.seed + 5),
+    )
+    noisy_data = HMMData.from_tensor(noisy.counts, noisy.n_categories, n_states)
+    scale = release_event_of(noisy).noise_scale
+    released = ReleasedCounts.from_data(noisy_data, scale)
+    aware_rng = np.random.default_rng(args.seed + 6)
+    emission1, latent0 = initial_latent_state(noisy_data, released, states0, aware_rng)
+    print(
+        f"5. noise-aware sweeps on one release at ε = {args.epsilon:g} (Laplace scale "
+        f"{scale:g}); {released.value.size:,} of {released.value.size + released.zero_cell.size:,}"
+        f" released entries positive, {sweep_repeats} runs each"
+    )
+    plugin_rng = np.random.default_rng(args.seed + 7)
+    aware = repeat(
+        {
+            "plug-in gibbs.sweep": lambda: sweep(
+                noisy_data, states0, emission1, transition0, plugin_rng
+            ),
+            "noise_aware_sweep": lambda: noise_aware_sweep(
+                noisy_data, released, states0, emission1, transition0, latent0, aware_rng
+            ),
+        },
+        sweep_repeats,
+    )
+    collapsed = repeat(
+        {
+            "noise_aware_sweep, collapsed states": lambda: noise_aware_sweep(
+                noisy_data,
+                released,
+                states0,
+                emission1,
+                transition0,
+                latent0,
+                aware_rng,
+                collapsed_states=True,
+            )
+        },
+        max(args.collapsed_repeats, 1),
+    )
+    with naive_bayes_hmm(noisy, n_states):
+        aware_step = NaiveBayesHMMGibbs(
+            inference="noise-aware", rng=np.random.default_rng(args.seed + 8)
+        )
+    chain = {"point": point}
+    chain["point"], _ = aware_step.step(chain["point"])  # starts the chain
+
+    def aware_step_once() -> None:
+        chain["point"], _ = aware_step.step(chain["point"])
+
+    aware_steps = repeat({"NaiveBayesHMMGibbs(noise-aware).step": aware_step_once}, sweep_repeats)
+    for name, seconds in {**aware, **collapsed, **aware_steps}.items():
+        print(describe(name, seconds))
+    plugin_s = aware["plug-in gibbs.sweep"].min()
+    aware_s = aware["noise_aware_sweep"].min()
+    collapsed_s = collapsed["noise_aware_sweep, collapsed states"].min()
+    aware_step_s = aware_steps["NaiveBayesHMMGibbs(noise-aware).step"].min()
+    print(
+        f"  ratio noise-aware / plug-in sweep = {aware_s / plugin_s:.2f} (target <= "
+        f"{TARGET_NOISE_AWARE:g}); collapsed / plug-in = {collapsed_s / plugin_s:.1f}; "
+        f"noise-aware step / plug-in step = {aware_step_s / step_s:.2f}; "
+        f"{aware_s / released.value.size * 1e9:.0f} ns per positive entry"
+    )
+    rows.append(
+        ("noise-aware / plug-in", f"{aware_s / plugin_s:.2f}x", f"<= {TARGET_NOISE_AWARE:g}x",
+         aware_s / plugin_s <= TARGET_NOISE_AWARE)
+    )  # fmt: skip
 
     print()
     print(f"{'measure':<22}{'value':>16}{'target':>18}  result")

@@ -4,6 +4,8 @@
 * :mod:`~pymc_dp.hmm.gibbs` — FFBS, the collapsed single-site sampler and conjugate updates;
 * :mod:`~pymc_dp.hmm.privacy` — Laplace release of the tensor, the log-likelihood bound Δ and
   the OPS temperature and costs;
+* :mod:`~pymc_dp.hmm.noise_aware` — noise-aware Gibbs sampling from the Laplace-released tensor
+  (latent true counts, post-processing of the same release);
 * :mod:`~pymc_dp.hmm.relabel` — relabelling of states across chains (post-processing);
 * :mod:`~pymc_dp.routes.hmm` — the private sampling behind :func:`pymc_dp.sample`.
 

@@ -6,7 +6,11 @@ Protocol (the paper's, with the unreported details fixed here):
   with zero counts (their states are then drawn from the transitions alone);
 * fit on the training counts — raw (non-private), Laplace-released (:func:`release_cell_counts`)
   or by OPS (raw counts, truncation a0_d = 1/(M·K_d), temperature from ε) — with 200 Gibbs
-  sweeps of which the first 100 are burn-in;
+  sweeps of which the first 100 are burn-in. Laplace fits read the release either as exact
+  (plug-in: clamped cells, "laplace", or clamped per-state sums, "laplace (sum clamp)") or as
+  Laplace observations of latent counts ("laplace (noise-aware)",
+  :mod:`pymc_dp.hmm.noise_aware`); a noise-aware fit uses the same release as its plug-in
+  twin (same seed), so the two are paired;
 * score each held-out cell by its predictive probability given the neighbouring states,
   log Σ_k Pr(z_{r,t} = k | z_{r,t-1}, z_{r,t+1}, A) Pr(X^{(r,t)} | θ^{(k)}); Laplace and
   non-private runs average this probability over the 100 kept sweeps, OPS uses its last sweep
@@ -19,6 +23,7 @@ use, not a release. Laplace noise here comes from NumPy (seeded, for reproducibi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -27,8 +32,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from pymc_dp.hmm.cells import CellCounts
+from pymc_dp.hmm.cells import CellCounts, release_event_of
 from pymc_dp.hmm.gibbs import HMMData, emission_log_likelihood, sweep
+from pymc_dp.hmm.noise_aware import ReleasedCounts, initial_latent_state, noise_aware_sweep
 from pymc_dp.hmm.privacy import emission_lower_bounds, ops_cost, release_cell_counts
 from pymc_dp.ledger import PrivacyLedger
 
@@ -38,6 +44,7 @@ __all__ = [
     "evaluate",
     "heldout_cells",
     "heldout_log_likelihood",
+    "inference_comparison",
     "initial_state",
     "run_gibbs",
     "summarise",
@@ -45,7 +52,12 @@ __all__ = [
 ]
 
 LAPLACE_PROJECTIONS = {"laplace": "cell", "laplace (sum clamp)": "none"}
-"""Evaluated Laplace variants: clamp every cell (Foulds eq. 16), or only the per-state sums."""
+"""Plug-in Laplace variants: clamp every cell (Foulds eq. 16), or only the per-state sums."""
+NOISE_AWARE = "laplace (noise-aware)"
+"""The Laplace fit that reads the release as noisy observations (projection irrelevant)."""
+METHOD_FAMILIES = ("non-private", *LAPLACE_PROJECTIONS, "ops")
+"""Methods :func:`evaluate` can run (``methods=``); the noise-aware fit follows "laplace"."""
+INFERENCES = ("plugin", "noise-aware")
 N_SWEEPS = 200
 BURN_IN = 100
 
@@ -84,11 +96,18 @@ def run_gibbs(
     burn_in: int = BURN_IN,
     temperature: float = 1.0,
     method: str = "ffbs",
+    noise_scale: float | None = None,
+    collapsed_warmup: int = 0,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Run one chain of the sweeps that :class:`~pymc_dp.steps.NaiveBayesHMMGibbs` runs.
 
-    A plain loop over :func:`pymc_dp.hmm.gibbs.sweep`, without PyMC's per-model compilation
-    and per-draw bookkeeping, for simulation studies with hundreds of fits.
+    A plain loop over :func:`pymc_dp.hmm.gibbs.sweep` — or, given the Laplace
+    ``noise_scale`` of released counts, over
+    :func:`pymc_dp.hmm.noise_aware.noise_aware_sweep` from
+    :func:`~pymc_dp.hmm.noise_aware.initial_latent_state`, its first ``collapsed_warmup``
+    sweeps with collapsed state updates (FFBS, T = 1 only) — without
+    PyMC's per-model compilation and per-draw bookkeeping, for simulation studies with
+    hundreds of fits.
 
     Returns
     -------
@@ -97,6 +116,19 @@ def run_gibbs(
     """
     state = initial_state(data, rng)
     kept = []
+    if noise_scale is not None:
+        if temperature != 1 or method != "ffbs":
+            raise ValueError("noise-aware sampling runs FFBS at temperature 1 only")
+        released = ReleasedCounts.from_data(data, noise_scale)
+        emission, latent = initial_latent_state(data, released, state[0], rng)
+        state = (state[0], emission, state[2])
+        for i in range(n_sweeps):
+            *state, latent = noise_aware_sweep(
+                data, released, *state, latent, rng, collapsed_states=i < collapsed_warmup
+            )
+            if i >= burn_in:
+                kept.append(tuple(state))
+        return kept
     for i in range(n_sweeps):
         state = sweep(data, *state, rng, temperature=temperature, method=method)
         if i >= burn_in:
@@ -149,7 +181,7 @@ class EvaluationTask:
     """One fit: a split, a mechanism (with ε and M) and a number of states."""
 
     split: int
-    method: str  # "non-private", a key of LAPLACE_PROJECTIONS, or "ops"
+    method: str  # "non-private", a key of LAPLACE_PROJECTIONS, NOISE_AWARE or "ops"
     n_states: int
     epsilon: float = float("nan")
     truncation: float = float("nan")
@@ -163,16 +195,18 @@ def _fit_and_score(counts: CellCounts, task: EvaluationTask) -> dict:
     training = counts.counts.copy()
     training[mask] = 0.0
     train = counts.with_counts(training)
-    temperature, lower, keep_last = 1.0, None, False
-    if task.method in LAPLACE_PROJECTIONS:
+    temperature, lower, keep_last, noise_scale = 1.0, None, False, None
+    if task.method in LAPLACE_PROJECTIONS or task.method == NOISE_AWARE:
         train = release_cell_counts(
             train,
             task.epsilon,
             ledger=PrivacyLedger(),
             backend="numpy",
             rng=rng,
-            projection=LAPLACE_PROJECTIONS[task.method],
+            projection=LAPLACE_PROJECTIONS.get(task.method, "cell"),
         )
+        if task.method == NOISE_AWARE:
+            noise_scale = release_event_of(train).noise_scale
     elif task.method == "ops":
         lower = emission_lower_bounds(counts.n_categories, task.truncation)
         temperature = ops_cost(counts.n_categories, lower, task.epsilon).temperature
@@ -180,7 +214,9 @@ def _fit_and_score(counts: CellCounts, task: EvaluationTask) -> dict:
     elif task.method != "non-private":
         raise ValueError(f"unknown method {task.method!r}")
     data = HMMData.from_tensor(train.counts, counts.n_categories, task.n_states, lower=lower)
-    kept = run_gibbs(data, rng, temperature=temperature)
+    start = time.process_time()
+    kept = run_gibbs(data, rng, temperature=temperature, noise_scale=noise_scale)
+    seconds = time.process_time() - start
     if keep_last:
         kept = kept[-1:]
     heldout = HMMData.from_tensor(counts.counts, counts.n_categories, task.n_states)
@@ -197,21 +233,49 @@ def _fit_and_score(counts: CellCounts, task: EvaluationTask) -> dict:
         "occupied_states": float(np.mean([np.unique(s[0]).size for s in kept])),
         "effective_states": float(np.mean([effective_states(s[0], task.n_states) for s in kept])),
         "heldout_records": int(n_records),
+        "cpu_seconds_per_sweep": seconds / N_SWEEPS,
     }
 
 
-def _tasks(epsilons, n_states_list, truncations, n_splits, seed) -> list[EvaluationTask]:
-    tasks = []
+def _tasks(
+    epsilons,
+    n_states_list,
+    truncations,
+    n_splits,
+    seed,
+    methods: Sequence[str] = METHOD_FAMILIES,
+    inferences: Sequence[str] = ("plugin",),
+) -> list[EvaluationTask]:
+    """The fits to run, with their seeds.
+
+    Seeds are laid out over every method family, in a fixed order, whatever ``methods``
+    selects: a fit's seed (hence its release) does not depend on which other fits run. A
+    noise-aware fit takes the seed of its plug-in "laplace" twin: the same release.
+    """
+    unknown = set(methods) - set(METHOD_FAMILIES)
+    if unknown:
+        raise ValueError(f"methods must be among {METHOD_FAMILIES}, got {sorted(unknown)}")
+    unknown = set(inferences) - set(INFERENCES)
+    if unknown or not inferences:
+        raise ValueError(f"inferences must be among {INFERENCES}, got {list(inferences)}")
+    layout = []
     for split in range(n_splits):
         for k in n_states_list:
-            tasks.append(EvaluationTask(split, "non-private", k))
+            layout.append(EvaluationTask(split, "non-private", k))
             for eps in epsilons:
-                tasks.extend(EvaluationTask(split, m, k, eps) for m in LAPLACE_PROJECTIONS)
-                tasks.extend(EvaluationTask(split, "ops", k, eps, m) for m in truncations)
-    seeds = np.random.SeedSequence(seed).generate_state(len(tasks))
-    return [
-        EvaluationTask(**{**t.__dict__, "seed": int(s)}) for t, s in zip(tasks, seeds, strict=True)
-    ]
+                layout.extend(EvaluationTask(split, m, k, eps) for m in LAPLACE_PROJECTIONS)
+                layout.extend(EvaluationTask(split, "ops", k, eps, m) for m in truncations)
+    seeds = np.random.SeedSequence(seed).generate_state(len(layout))
+    tasks = []
+    for task, task_seed in zip(layout, seeds, strict=True):
+        task = EvaluationTask(**{**task.__dict__, "seed": int(task_seed)})
+        if task.method not in methods:
+            continue
+        if task.method not in LAPLACE_PROJECTIONS or "plugin" in inferences:
+            tasks.append(task)
+        if task.method == "laplace" and "noise-aware" in inferences:
+            tasks.append(EvaluationTask(**{**task.__dict__, "method": NOISE_AWARE}))
+    return tasks
 
 
 def evaluate(
@@ -223,13 +287,20 @@ def evaluate(
     n_splits: int = 5,
     seed: int = 0,
     processes: int = 1,
+    methods: Sequence[str] = METHOD_FAMILIES,
+    inferences: Sequence[str] = ("plugin",),
 ) -> pd.DataFrame:
     """Held-out log-likelihood of every (split, method, ε, K): one row per fit.
 
-    Runs ``n_splits × |K| × (1 + |ε| × (2 + |M|))`` fits of :data:`N_SWEEPS` sweeps, in
-    ``processes`` worker processes.
+    By default runs ``n_splits × |K| × (1 + |ε| × (2 + |M|))`` fits of :data:`N_SWEEPS`
+    sweeps, in ``processes`` worker processes. ``methods`` picks among
+    :data:`METHOD_FAMILIES` ("laplace" and "laplace (sum clamp)" are the plug-in fits, run
+    when ``"plugin"`` is in ``inferences``); ``inferences`` containing ``"noise-aware"``
+    adds a :data:`NOISE_AWARE` fit on the release of every "laplace" fit (when "laplace" is in
+    ``methods``). The seeds of the fits do not depend on ``methods`` or ``inferences``
+    (:func:`_tasks`).
     """
-    tasks = _tasks(epsilons, n_states, truncations, n_splits, seed)
+    tasks = _tasks(epsilons, n_states, truncations, n_splits, seed, methods, inferences)
     if processes > 1:
         with ProcessPoolExecutor(processes) as pool:
             rows = list(pool.map(_fit_and_score, [counts] * len(tasks), tasks, chunksize=4))
@@ -268,7 +339,10 @@ def trend_checks(results: pd.DataFrame) -> pd.DataFrame:
     wide = private.pivot_table(
         index=[*keys, "epsilon", "split"], columns="method", values="heldout_ll_per_record"
     )
-    best_ops = wide[[c for c in wide.columns if str(c).startswith("ops")]].max(axis=1)
+    ops_columns = [c for c in wide.columns if str(c).startswith("ops")]
+    if not ops_columns or "laplace" not in wide.columns:
+        return pd.DataFrame()  # nothing to compare
+    best_ops = wide[ops_columns].max(axis=1)
     columns = {"laplace": ("laplace_minus_best_ops", "se")}
     columns["laplace (sum clamp)"] = ("sum_clamp_minus_best_ops", "sum_clamp_se")
     parts = []
@@ -289,4 +363,46 @@ def trend_checks(results: pd.DataFrame) -> pd.DataFrame:
     for column in ("occupied_states", "effective_states"):
         per_key = reference[column].mean().loc[pd.MultiIndex.from_frame(table[keys])]
         table[f"nonprivate_{column}"] = per_key.to_numpy()
+    return table
+
+
+def inference_comparison(results: pd.DataFrame) -> pd.DataFrame:
+    """Noise-aware against plug-in Laplace fits, paired over splits (same releases).
+
+    One row per region set, K and ε with: ``plugin``, ``noise_aware`` and ``non_private`` —
+    mean held-out log-likelihood per record over splits; ``difference`` — mean over splits of
+    (noise-aware − plug-in), > 0 when noise-aware is better, with its paired standard error
+    ``se``; ``loss_recovered`` — the share of the plug-in fit's loss against the non-private
+    fit that noise-aware inference recovers, (noise_aware − plugin) / (non_private − plugin)
+    (1: no loss left; 0.5: the loss halved); ``plugin_cpu_s``, ``noise_aware_cpu_s`` — mean
+    CPU seconds per sweep, when recorded.
+    """
+    keys = [*(c for c in ("regions",) if c in results.columns), "n_states"]
+    private = results[results["method"].isin(["laplace", NOISE_AWARE])]
+    wide = private.pivot_table(
+        index=[*keys, "epsilon", "split"], columns="method", values="heldout_ll_per_record"
+    )
+    if wide.empty or not {"laplace", NOISE_AWARE} <= set(wide.columns):
+        return pd.DataFrame()
+    difference = (wide[NOISE_AWARE] - wide["laplace"]).groupby(level=[*keys, "epsilon"])
+    table = difference.agg(["mean", lambda x: x.std(ddof=1) / np.sqrt(len(x))]).set_axis(
+        ["difference", "se"], axis=1
+    )
+    means = wide.groupby(level=[*keys, "epsilon"]).mean()
+    table.insert(0, "noise_aware", means[NOISE_AWARE])
+    table.insert(0, "plugin", means["laplace"])
+    table = table.reset_index()
+    reference = results[results["method"] == "non-private"].groupby(keys)
+    per_key = reference["heldout_ll_per_record"].mean().loc[pd.MultiIndex.from_frame(table[keys])]
+    table.insert(len(keys) + 1, "non_private", per_key.to_numpy())
+    table["loss_recovered"] = (table["noise_aware"] - table["plugin"]) / (
+        table["non_private"] - table["plugin"]
+    )
+    if "cpu_seconds_per_sweep" in private.columns:
+        cpu = private.pivot_table(
+            index=[*keys, "epsilon"], columns="method", values="cpu_seconds_per_sweep"
+        )
+        index = pd.MultiIndex.from_frame(table[[*keys, "epsilon"]])
+        table["plugin_cpu_s"] = cpu["laplace"].loc[index].to_numpy()
+        table["noise_aware_cpu_s"] = cpu[NOISE_AWARE].loc[index].to_numpy()
     return table

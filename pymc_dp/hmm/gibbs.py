@@ -216,14 +216,19 @@ def update_emission(
     rng: np.random.Generator,
     temperature: float = 1.0,
     current: np.ndarray | None = None,
+    counts: np.ndarray | None = None,
 ) -> np.ndarray:
     """θ^{(k,d)} | z, X ~ Dirichlet(n_{d,k,:} + β) (eq. 69) at temperature T; (K, D, J).
 
     With ``data.lower`` set, the Dirichlets are truncated at a0_d and the update is one Fang
     et al. (2000) Gibbs sweep from ``current`` (required) instead of an independent draw.
+    ``counts`` (K, D, J) replaces the per-state sums n_{d,k,:} of ``data.counts`` (the
+    noise-aware sampler passes the sums of latent counts, :mod:`pymc_dp.hmm.noise_aware`).
     """
+    if counts is None:
+        counts = emission_counts(data, states)
     # released counts may be negative (projection="none"): project the per-state sums at 0
-    params = _tempered(np.maximum(emission_counts(data, states), 0.0), data.beta, temperature)
+    params = _tempered(np.maximum(counts, 0.0), data.beta, temperature)
     if data.lower is None:
         return _dirichlet(params, rng, data.mask)
     if current is None:

@@ -106,6 +106,7 @@ def plot_emissions(
 _METHOD_STYLE = {
     "laplace": {"color": "tab:blue", "marker": "o"},
     "laplace (sum clamp)": {"color": "tab:cyan", "marker": "D", "linestyle": ":"},
+    "laplace (noise-aware)": {"color": "tab:green", "marker": "P"},
     "ops (M=10)": {"color": "tab:orange", "marker": "s"},
     "ops (M=100)": {"color": "tab:red", "marker": "^"},
 }
@@ -117,8 +118,10 @@ def plot_heldout(summary, path: Path | None, title: str) -> Figure:
     ``summary`` is :func:`pymc_dp.hmm.evaluation.summarise` output (with a ``regions``
     column); error bars are ± 1 standard error over splits, the dashed line is the
     non-private model (cf. Foulds et al. 2016, Figs. 6 and 9). The y axis fits every method
-    but "laplace (sum clamp)", whose worst points fall below the panel.
+    but "laplace (sum clamp)", whose worst points fall below the panel. Methods absent from
+    ``summary`` are left out of the legend.
     """
+    styles = {m: s for m, s in _METHOD_STYLE.items() if m in set(summary["method"])}
     region_sets = list(dict.fromkeys(summary["regions"]))
     ks = sorted(summary["n_states"].unique())
     figure, axes = plt.subplots(
@@ -132,7 +135,7 @@ def plot_heldout(summary, path: Path | None, title: str) -> Figure:
         for col, k in enumerate(ks):
             axis = axes[row, col]
             panel = summary[(summary["regions"] == regions) & (summary["n_states"] == k)]
-            for method, style in _METHOD_STYLE.items():
+            for method, style in styles.items():
                 line = panel[panel["method"] == method].sort_values("epsilon")
                 axis.errorbar(
                     line["epsilon"],

@@ -26,7 +26,7 @@ from pymc_dp.ledger import PrivacyEvent, validate_epsilon
 from pymc_dp.mechanisms.exponential import calibrate_temperature
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
-from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
+from pymc_dp.steps.hmm_gibbs import INFERENCES, METHODS, NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.traces import (
     RELEASED_GROUP,
@@ -36,13 +36,15 @@ from pymc_dp.traces import (
     refuse_leaky_options,
 )
 
-__all__ = ["HMM_MECHANISMS", "run_hmm"]
+__all__ = ["DEFAULT_HMM_INFERENCE", "HMM_MECHANISMS", "run_hmm"]
 
 EXPONENTIAL_GIBBS_SOURCE = (
     "Foulds et al. 2016, §4.1 eq. (19)-(20), Theorem 1: every Gibbs update is an exponential "
     "mechanism at temperature T; costs compose over all updates of all sweeps"
 )
 HMM_MECHANISMS = ("laplace", "ops", "gibbs-exponential")
+DEFAULT_HMM_INFERENCE = "plugin"
+"""How ``mechanism="laplace"`` reads the released tensor when ``inference`` is not given."""
 _KEPT_GROUPS = ("posterior", "sample_stats")
 
 
@@ -54,6 +56,11 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     chain and tuning step is post-processing. ``projection`` (a keyword of
     ``pymc_dp.sample`` for HMMs) is ``"cell"`` (clamp each entry at 0, as Foulds et al.)
     or ``"none"``, see :func:`~pymc_dp.hmm.release_cell_counts`. Released group: ``cell_counts``.
+    ``request.inference``: ``"plugin"`` samples the HMM as if the released counts were exact;
+    ``"noise-aware"`` treats them as Laplace observations of latent true counts
+    (:mod:`pymc_dp.hmm.noise_aware`; needs ``hmm_method="ffbs"``); None is
+    :data:`DEFAULT_HMM_INFERENCE`. Either way it is the same release and the same single
+    ledger event: the inference is post-processing.
 
     ``mechanism="ops"``: run :class:`NaiveBayesHMMGibbs` on the raw counts at temperature
     T = max(1, 2Δ/ε_c), ε_c = ε / chains, and keep **only the last draw of each chain**. The
@@ -62,14 +69,19 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
 
     ``mechanism="gibbs-exponential"``: every draw is released, all sweeps compose.
 
+    The tempered mechanisms (``"ops"``, ``"gibbs-exponential"``) sample the posterior itself,
+    at a temperature: they take no ``inference``.
+
     Every option is checked before anything is released or sampled.
 
     Raises
     ------
     ValueError
-        For an unknown mechanism or method, an untruncated model under OPS (Δ = ∞), a model
-        built on already-released counts, add/remove-one neighbours with a posterior-sampling
-        mechanism, or options these mechanisms cannot honour.
+        For an unknown mechanism, method or inference, ``inference`` with a tempered
+        mechanism, noise-aware inference with ``hmm_method="collapsed"``, an untruncated model
+        under OPS (Δ = ∞), a model built on already-released counts, add/remove-one
+        neighbours with a posterior-sampling mechanism, or options these mechanisms cannot
+        honour.
     BudgetExceededError
         If the release would exceed the budget (nothing is released, nothing is sampled).
     """
@@ -99,6 +111,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         raise ValueError(f"hmm_method must be one of {METHODS}, got {method!r}")
     if projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
+    inference = _inference(mechanism, request.inference, method)
     if mechanism != "laplace" and request.neighbouring != "replace-one":
         raise ValueError(
             f"the HMM's mechanism={mechanism!r} is calibrated for replace-one neighbours "
@@ -121,7 +134,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             variables=spec.variable_names,
             projection=projection,
         )
-        idata, released = _sample_laplace(spec, noisy, request.draws, method, kwargs)
+        idata, released = _sample_laplace(spec, noisy, request.draws, method, inference, kwargs)
         idata[RELEASED_GROUP] = released
         return idata
     noise_seed = noise_seed_from(request.noise_rng)  # the sampler's draws are the privacy noise
@@ -177,12 +190,33 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
     return keep_groups(idata, _KEPT_GROUPS)
 
 
-def _sample_laplace(spec, noisy, draws, method, kwargs):
+def _inference(mechanism: str, inference: str | None, method: str) -> str | None:
+    """The checked inference of a run (None for the tempered mechanisms)."""
+    if mechanism != "laplace":
+        if inference is not None:
+            raise ValueError(
+                f"mechanism={mechanism!r} samples the HMM's posterior itself (at a "
+                f"temperature), so it takes no inference (got {inference!r}); inference is "
+                "for mechanism='laplace'. Nothing was sampled."
+            )
+        return None
+    inference = DEFAULT_HMM_INFERENCE if inference is None else inference
+    if inference not in INFERENCES:
+        raise ValueError(f"inference must be one of {INFERENCES}, got {inference!r}")
+    if inference == "noise-aware" and method != "ffbs":
+        raise ValueError(
+            "inference='noise-aware' samples the states by FFBS: use hmm_method='ffbs'. "
+            "Nothing was released."
+        )
+    return inference
+
+
+def _sample_laplace(spec, noisy, draws, method, inference, kwargs):
     private = spec.rebuild(noisy)
     with private, warnings.catch_warnings():
         # R-hat of a state that never moves divides 0 by 0 in ArviZ: noise, not a diagnosis
         warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
-        step = NaiveBayesHMMGibbs(method=method)
+        step = NaiveBayesHMMGibbs(method=method, inference=inference)
         idata = pm.sample(draws, step=step, **kwargs)
     released = xr.Dataset({"cell_counts": noisy.to_dataarray()})
     return keep_groups(idata, _KEPT_GROUPS), released

@@ -12,6 +12,7 @@ from pymc.util import get_value_vars_from_user_vars
 
 from pymc_dp.hmm.cells import release_event_of
 from pymc_dp.hmm.gibbs import HMMData, sweep
+from pymc_dp.hmm.noise_aware import ReleasedCounts, initial_latent_state, noise_aware_sweep
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
@@ -20,6 +21,8 @@ from pymc_dp.steps.transforms import compile_transforms
 __all__ = ["NaiveBayesHMMGibbs"]
 
 METHODS = ("ffbs", "collapsed")
+INFERENCES = ("plugin", "noise-aware")
+"""How the step reads released counts: as exact (plug-in) or as Laplace-noisy observations."""
 
 
 class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
@@ -33,6 +36,17 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     * emissions θ^{(k,d)} ~ Dirichlet(n_{d,k,:} + β) (eq. 69) — with a truncated model, one
       Fang et al. (2000) truncated-Beta Gibbs sweep per row;
     * transitions A_k ~ Dirichlet(transition counts + α).
+
+    With ``inference="noise-aware"`` (released counts only) the counts are read as Laplace
+    observations of latent true counts (Bernstein & Sheldon 2018; Ju et al. 2022) and one step
+    is one sweep of :func:`pymc_dp.hmm.noise_aware.noise_aware_sweep`: states given the latent
+    counts by FFBS, latent counts, cell rates, then emissions on the latent counts and
+    transitions. Its auxiliary variables (cell rates, latent counts) live in the step, not in
+    the trace. A point that is not the one this step returned last starts a new chain: the
+    auxiliaries and the emissions are then re-initialised from the release
+    (:func:`pymc_dp.hmm.noise_aware.initial_latent_state`), so the emissions of the initial
+    point (``initvals``) are not used; the chain's first ``collapsed_warmup`` sweeps draw the
+    states with every latent count integrated out.
 
     At ``temperature`` T > 1 every update draws from the joint density raised to 1/T (Foulds
     eq. 10, 19): the one-posterior-sample mechanism. The step itself releases nothing and
@@ -50,6 +64,17 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     method : {"ffbs", "collapsed"}
     temperature : float
         T >= 1 (the collapsed sampler needs T = 1).
+    inference : {"plugin", "noise-aware"}
+        ``"plugin"`` (default): the counts are used as if exact (Foulds et al. 2016, §4.2).
+        ``"noise-aware"``: the Laplace noise of the release is part of the model
+        (:mod:`pymc_dp.hmm.noise_aware`); needs counts returned by
+        :func:`pymc_dp.hmm.release_cell_counts` (whose ledger event gives the noise scale),
+        ``method="ffbs"`` and T = 1.
+    collapsed_warmup : int
+        Noise-aware only: sweeps at the start of each chain whose state update integrates out
+        every latent count (``collapsed_states=True`` of
+        :func:`~pymc_dp.hmm.noise_aware.noise_aware_sweep`; far costlier per sweep, faster to
+        organise the states). Default 0.
     model : pm.Model, optional
         A model built by :func:`~pymc_dp.models.naive_bayes_hmm`.
     noise_seed : int, optional
@@ -63,8 +88,9 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     Raises
     ------
     ValueError
-        If the model is not a naive-Bayes HMM, ``vars`` is a strict subset, the method is
-        unknown, or T < 1.
+        If the model is not a naive-Bayes HMM, ``vars`` is a strict subset, the method or the
+        inference is unknown, or T < 1; with ``inference="noise-aware"``, if the counts are
+        not a Laplace release, the method is not "ffbs" or T != 1.
     NonPrivateModelError
         From ``step``, if the counts were not released and the step was not built by
         :func:`pymc_dp.sample`.
@@ -84,6 +110,8 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
         *,
         method: str = "ffbs",
         temperature: float = 1.0,
+        inference: str = "plugin",
+        collapsed_warmup: int = 0,
         model: pm.Model | None = None,
         noise_seed: int | None = None,
         blocked: bool = True,
@@ -101,6 +129,25 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
             raise ValueError(f"temperature must be >= 1, got {temperature!r}")
         if method == "collapsed" and temperature != 1:
             raise ValueError("the collapsed sampler (eq. 68) runs at temperature 1 only")
+        if inference not in INFERENCES:
+            raise ValueError(f"inference must be one of {INFERENCES}, got {inference!r}")
+        if int(collapsed_warmup) != collapsed_warmup or collapsed_warmup < 0:
+            raise ValueError(f"collapsed_warmup must be an integer >= 0, got {collapsed_warmup!r}")
+        if collapsed_warmup and inference != "noise-aware":
+            raise ValueError("collapsed_warmup is for inference='noise-aware'")
+        event = release_event_of(spec.counts)
+        if inference == "noise-aware":
+            if event is None or not event.noise_scale:
+                raise ValueError(
+                    "inference='noise-aware' reads the counts as a Laplace release: build the "
+                    "model on the counts pymc_dp.hmm.release_cell_counts returned (their ledger "
+                    "event gives the noise scale), or use pymc_dp.sample(mechanism='laplace', "
+                    "inference='noise-aware')"
+                )
+            if method != "ffbs" or temperature != 1:
+                raise ValueError(
+                    "inference='noise-aware' samples the states by FFBS at temperature 1 only"
+                )
         rvs = [model[name] for name in spec.variable_names]
         value_vars = [model.rvs_to_values[rv] for rv in rvs]
         if vars is not None:
@@ -112,6 +159,8 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
         self.vars = value_vars
         self.method = method
         self.temperature = float(temperature)
+        self.inference = inference
+        self.collapsed_warmup = int(collapsed_warmup)
         self.data = HMMData.from_tensor(
             spec.counts.counts,
             spec.counts.n_categories,
@@ -123,9 +172,17 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
         self._names = [v.name for v in value_vars]
         self._forward = compile_transforms(model, rvs[1:], "forward")
         self._backward = compile_transforms(model, rvs[1:], "backward")
+        self._released = (
+            ReleasedCounts.from_data(self.data, event.noise_scale)
+            if inference == "noise-aware"
+            else None
+        )
+        self._latent = None  # noise-aware auxiliaries of the running chain
+        self._chain_sweeps = 0  # sweeps of the running chain
+        self._returned: dict | None = None  # the point this step returned last
         # released = returned by release_cell_counts (which recorded the event), not merely
         # flagged noisy: the flag is anyone's to set, the marker is not
-        released = release_event_of(spec.counts) is not None
+        released = event is not None
         self._init_noise(noise_seed, rng, secret=not released)
         self._sanctioned = in_route() or released
 
@@ -142,16 +199,45 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
             emission /= emission.sum(axis=-1, keepdims=True)
         return states, emission, transition
 
+    def _continues(self, point: dict) -> bool:
+        """Whether ``point`` is the one this step returned last (same chain)."""
+        if self._returned is None:
+            return False
+        return all(np.array_equal(point[name], self._returned[name]) for name in self._names)
+
+    def _noise_aware_sweep(self, point: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        states, emission, transition = self._read(point)
+        if self._latent is None or not self._continues(point):  # a new chain
+            emission, self._latent = initial_latent_state(
+                self.data, self._released, states, self.rng
+            )
+            self._chain_sweeps = 0
+        states, emission, transition, self._latent = noise_aware_sweep(
+            self.data,
+            self._released,
+            states,
+            emission,
+            transition,
+            self._latent,
+            self.rng,
+            collapsed_states=self._chain_sweeps < self.collapsed_warmup,
+        )
+        self._chain_sweeps += 1
+        return states, emission, transition
+
     def step(self, point: dict) -> tuple[dict, list[dict]]:
         """One full sweep; returns the new point and the sweep's stats."""
         check_route(self)
-        states, emission, transition = sweep(
-            self.data,
-            *self._read(point),
-            self.rng,
-            temperature=self.temperature,
-            method=self.method,
-        )
+        if self._released is not None:
+            states, emission, transition = self._noise_aware_sweep(point)
+        else:
+            states, emission, transition = sweep(
+                self.data,
+                *self._read(point),
+                self.rng,
+                temperature=self.temperature,
+                method=self.method,
+            )
         new_point = dict(point)
         new_point[self._names[0]] = states
         values = self._forward(
@@ -162,6 +248,8 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
             ),
         )
         new_point.update(zip(self._names[1:], values, strict=True))
+        if self._released is not None:
+            self._returned = {name: np.copy(new_point[name]) for name in self._names}
         stats = {
             "occupied_states": int(np.count_nonzero(np.bincount(states.ravel()))),
             "temperature": self.temperature,
