@@ -39,6 +39,7 @@ from pymc_dp.hmm.relabel import emission_profiles, relabel_states
 from pymc_dp.models import naive_bayes_hmm
 from pymc_dp.reference import NONPRIVATE_HEADING, exact_conjugate_posterior
 from pymc_dp.stops import HMM_FEATURE_LABELS, RATE, REASON, stops_cells, stops_model
+from pymc_dp.traces import RELEASED_GROUP
 
 __all__ = ["main"]
 
@@ -141,13 +142,27 @@ def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
     command.add_argument(
         "--neighbouring", choices=["replace-one", "add-remove-one"], default="replace-one"
     )
+    command.add_argument(
+        "--inference",
+        choices=["noise-aware", "plugin"],
+        default=None,
+        help="laplace only: how the released statistics are read. noise-aware (default): the "
+        "true statistics are latent and the Laplace noise is the likelihood of the release, so "
+        "intervals include the noise; plugin: the noisy statistics as if exact (Foulds et al. "
+        "2016), intervals too narrow at small counts. Same release, same ε",
+    )
     command.add_argument("--output-dir", type=Path, default=Path("pymc_dp_output"))
     command.add_argument("--no-progressbar", action="store_true")
     command.set_defaults(run=run)
 
 
 def _private_sample(args: argparse.Namespace, model, **options) -> xr.DataTree:
-    """``pymc_dp.sample`` with the command's ε, mechanism, neighbours, seed and progress bar."""
+    """``pymc_dp.sample`` with the command's ε, mechanism, inference, neighbours, seed and
+    progress bar."""
+    if args.inference is not None and args.mechanism != "laplace":
+        raise SystemExit(f"--inference is for --mechanism laplace, not {args.mechanism}")
+    if args.inference is not None:
+        options["inference"] = args.inference
     return pymc_dp.sample(
         args.draws,
         model=model,
@@ -188,10 +203,11 @@ def _run_stops(args: argparse.Namespace) -> int:
     print(private.to_string())
     if "released_statistics" in idata.children:
         print(
-            "released count: the noisy statistic the posterior is conditioned on, clamped at 0 "
-            "(stops with a recorded person-search outcome per race; stops per reason)."
+            "released count: the noisy statistic, clamped at 0 (stops with a recorded "
+            "person-search outcome per race; stops per reason); the posterior is conditioned "
+            "on the release as published."
         )
-    print("\n" + _mechanism_note(ledger, args, len(stops)) + "\n")
+    print("\n" + _mechanism_note(idata, ledger, args, len(stops)) + "\n")
     print("Privacy ledger:")
     print(_ledger_table(ledger).to_string(index=False))
     print(f"Total: ε = {ledger.epsilon:g}, δ = {ledger.delta:g} ({ledger.composition})")
@@ -259,13 +275,11 @@ def _nonprivate_section(
     print(f"{rule}\nEnd of the NON-PRIVATE section.\n{rule}")
 
 
-def _mechanism_note(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: int) -> str:
+def _mechanism_note(
+    idata: xr.DataTree, ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: int
+) -> str:
     if args.mechanism == "laplace":
-        return (
-            "The private intervals are the posterior given the noisy statistics (Foulds et al. "
-            "2016, §3.2): they do not widen for the Laplace noise. Small groups (low released "
-            "count) can be off by several interval widths at small ε."
-        )
+        return _laplace_note(idata[RELEASED_GROUP].attrs["inference"])
     (event,) = ledger.events
     if args.mechanism == "ops":
         return (
@@ -282,6 +296,20 @@ def _mechanism_note(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: 
         f"from a posterior flattened by T, as if from 1/T of the records (n/T = "
         f"{n / event.temperature:,.1f} of {n:,}): with this many sweeps, little is learned at "
         "this ε."
+    )
+
+
+def _laplace_note(inference: str) -> str:
+    if inference == "noise-aware":
+        return (
+            "Noise-aware inference: the true statistics are latent and the Laplace noise is the "
+            "likelihood of the release (Bernstein & Sheldon 2018; Ju et al. 2022), so the "
+            "private intervals widen for the noise where it matters (small counts, small ε)."
+        )
+    return (
+        "Plug-in inference: the posterior is given the noisy statistics as if exact (Foulds et "
+        "al. 2016, §3.2); its intervals do not widen for the Laplace noise. Small groups (low "
+        "released count) can be off by several interval widths at small ε."
     )
 
 
@@ -320,10 +348,7 @@ def _run_hmm(args: argparse.Namespace) -> int:
             f"{event.worst_case_epsilon:,.0f} (composition of every update, burn-in included)."
         )
     else:
-        print(
-            "\nThe posterior is given the noisy counts (Foulds et al. 2016, §3.2): its "
-            "intervals do not include the Laplace noise."
-        )
+        print("\n" + _laplace_note(idata[RELEASED_GROUP].attrs["inference"]))
     print("\nPrivacy ledger:")
     print(_ledger_table(ledger).to_string(index=False))
     print(f"Total: ε = {ledger.epsilon:g}, δ = {ledger.delta:g} ({ledger.composition})")

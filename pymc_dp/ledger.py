@@ -156,6 +156,13 @@ class PrivacyEvent:
         the chain assumes a bound on every step's rejection probability). Such an event is
         **not a guarantee**; it is recorded only on explicit opt-in, and
         :attr:`PrivacyLedger.guaranteed` is False while the ledger holds one.
+    clamping : str
+        Non-empty when records outside their declared bounds were clamped into them before
+        the statistic was computed (``pymc_dp.sample(clamp_to_bounds=...)``): names the
+        variables and the bounds, never how many records were clamped (that count is
+        private). Clamping is a per-record map into the declared domain, so the stated
+        sensitivity and (epsilon, delta) still hold; the statistic is that of the clamped
+        records.
     time : str
         ISO 8601 UTC time at which the event was recorded (before the value was returned).
     """
@@ -175,6 +182,7 @@ class PrivacyEvent:
     worst_case_epsilon: float | None = None
     partition: str = ""
     unverified_assumption: str = ""
+    clamping: str = ""
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def __post_init__(self) -> None:

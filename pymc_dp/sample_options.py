@@ -22,6 +22,8 @@ from pymc.sampling.mcmc import STEP_METHODS
 from pymc.step_methods.compound import Competence
 from pymc.vartypes import discrete_types
 
+from pymc_dp.families.base import ConjugateLink
+
 __all__ = ["ROUTE_OPTIONS", "check_route_options", "is_integer", "validate_sample_kwargs"]
 
 
@@ -270,7 +272,11 @@ def _pymc_step_names(model: pm.Model, recognised, mechanism: str, step) -> set[s
     if recognised.kind == "hmm" or mechanism == "metropolis":
         return set()  # one private step samples every variable
     if recognised.kind == "conjugate":
-        private = {link.prior for link in recognised.blocks.values()}
+        # conjugate links have a private step; bounded likelihoods (Poisson, Normal,
+        # regression) leave every parameter to PyMC (NUTS on the private model)
+        private = {
+            link.prior for link in recognised.blocks.values() if isinstance(link, ConjugateLink)
+        }
     else:
         private = set(recognised.blocks.priors)
     names = set()

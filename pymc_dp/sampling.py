@@ -19,10 +19,11 @@ from pymc.model import modelcontext
 from pymc_dp.analysis import recognise
 from pymc_dp.analysis.inputs import validate_public
 from pymc_dp.errors import BudgetExceededError
+from pymc_dp.inference import INFERENCES
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.routes import MECHANISMS, RunRequest, route_for
-from pymc_dp.routes.laplace import INFERENCES, private_trace, released_statistics_dataset
+from pymc_dp.routes.laplace import private_trace, released_statistics_dataset
 from pymc_dp.sample_options import check_route_options, is_integer, validate_sample_kwargs
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.traces import RELEASED_GROUP, SAFE_GROUPS
@@ -57,16 +58,21 @@ def sample(
     public: Sequence[str] = (),
     assume_rejection_bound: bool = False,
     inference: str | None = None,
+    clamp_to_bounds: bool | Sequence[str] = False,
     model: pm.Model | None = None,
     **kwargs,
 ) -> xr.DataTree:
     """Sample the posterior of the model in context, privately, and return a private trace.
 
     With ``mechanism="laplace"`` (default) every observed variable must be a supported
-    conjugate likelihood (see :mod:`pymc_dp.analysis.conjugate`); its sufficient statistics are
-    released once with the Laplace mechanism (Foulds et al. 2016, §3.2 eq. 16–17) and its
-    conjugate parent is sampled by :class:`~pymc_dp.PrivateConjugateGibbs` (§4.2). Variables
-    that read no private data are sampled by PyMC's samplers (e.g. NUTS) on the private model.
+    conjugate likelihood (see :mod:`pymc_dp.analysis.conjugate`) or a Poisson, Normal (unknown
+    mean and sd) or linear-regression likelihood with declared ``data_bounds``
+    (:mod:`pymc_dp.analysis.bounded`); its sufficient statistics are released once with the
+    Laplace mechanism (Foulds et al. 2016, §3.2 eq. 16–17; Bernstein & Sheldon 2018, 2019).
+    A conjugate parent is sampled by :class:`~pymc_dp.PrivateConjugateGibbs` (§4.2); the
+    bounded likelihoods become potentials of the private model (plug-in or noise-aware,
+    ``inference``) whose parameters PyMC's NUTS samples, as it samples every variable that
+    reads no private data.
     The other mechanisms sample the posterior at a temperature T set from ε and the
     log-likelihood bound Δ (:mod:`pymc_dp.routes.tempered`). A model is refused — never
     sampled non-privately — if any observed variable cannot be handled.
@@ -95,7 +101,7 @@ def sample(
         ``"ops"``: one posterior sample at T = 2Δ/ε per released draw (Foulds §3.1 eq. 14).
         Exact, independent draws when the model's blocks allow it; otherwise the last draw
         of each chain, flagged ``assumes_convergence``. For naive-Bayes HMMs see
-        :func:`pymc_dp.routes.hmm.sample_hmm`.
+        :func:`pymc_dp.routes.hmm.run_hmm`.
         ``"gibbs-exponential"``: every Gibbs update is an exponential mechanism and every draw
         is released; all sweeps, tuning included, compose to ε (Foulds §4.1 eq. 19–20).
         ``"metropolis"``: random-walk Metropolis at T = 2Δ/ε_step with a public, fixed
@@ -128,7 +134,18 @@ def sample(
         ``{observed name: M}`` for Binomial/Multinomial likelihoods with per-record trials.
     data_bounds : dict, optional
         ``{observed name: (low, high)}``: declared range of Poisson counts or Normal values,
-        chosen without looking at the data (tempered mechanisms; records outside raise).
+        chosen without looking at the data (records outside raise, unless clamped). For a
+        linear regression also ``{covariates name: (low, high)}``, keyed by the covariates'
+        ``pm.Data`` name (``"<observed>_covariates"`` for a constant matrix), with one pair for
+        every column or arrays of one bound per column. Every mechanism; on the Laplace path
+        the statistics are rescaled to [0, 1] by these bounds, which set their sensitivity.
+    clamp_to_bounds : bool or sequence of str
+        Laplace only. False (default): a record outside its declared bounds is bad input and
+        raises before anything is released. True (every ``data_bounds`` key) or a list of keys:
+        such records are clamped into the bounds before the statistics are computed (a
+        per-record map, so the sensitivity and the guarantee hold); the ledger event records
+        which variables were clamped to which bounds (``PrivacyEvent.clamping``), never how
+        many records. NaN and infinite values are always refused.
     disjoint : sequence of sequences of str, optional
         Groups of observed variables that hold different people by a public split (tempered
         mechanisms): each group composes in parallel instead of adding.
@@ -148,10 +165,14 @@ def sample(
         How the Laplace route reads its released statistics (post-processing either way: the
         same release, the same ledger event). ``"noise-aware"``: the true statistics are latent
         and the Laplace noise is the likelihood of the release, so intervals account for the
-        privacy noise (Bernstein & Sheldon 2018; Ju et al. 2022). ``"plugin"``: the projected
-        noisy statistics are used as if exact (Foulds et al. 2016, §4.2); intervals are too
-        narrow at small n·ε. Default (None): the route's default, see
-        :data:`pymc_dp.routes.laplace.DEFAULT_INFERENCE`. Only for ``mechanism="laplace"``.
+        privacy noise (Bernstein & Sheldon 2018; Ju et al. 2022); for Poisson, Normal and
+        regression likelihoods the private model gains latent variables named after the
+        observed variable (``<y>_noise_variance``, ``<y>_n_records`` when n is private, a
+        regression's ``<y>_covariate_mean``/``_sd``/``_corr_chol``; see
+        :mod:`pymc_dp.analysis.rewrite`). ``"plugin"``: the projected noisy statistics are used
+        as if exact (Foulds et al. 2016, §4.2); intervals are too narrow at small n·ε.
+        Default (None): the route's default, see
+        :data:`pymc_dp.inference.DEFAULT_INFERENCE`. Only for ``mechanism="laplace"``.
     model : pm.Model, optional
     **kwargs
         Passed to ``pm.sample`` (``tune``, ``chains``, ``cores``, ``random_seed``,
@@ -177,12 +198,14 @@ def sample(
         If some observed variable cannot be released privately.
     InvalidPrivateDataError
         If a record lies outside its declared domain (NaN, out of support, unknown category,
-        too many trials), before any noise is drawn.
+        too many trials, outside ``data_bounds`` without ``clamp_to_bounds``), before any
+        noise is drawn.
     BudgetExceededError
         If the releases would exceed the budget (nothing is released by this call; a release
         that a provided ``step`` made when it was built has happened, and the message says so).
     ValueError
-        For invalid epsilon, delta, neighbouring, mechanism or options.
+        For invalid epsilon, delta, neighbouring, mechanism or options (including
+        ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables).
     """
     model = modelcontext(model)
     validate_delta(delta)
@@ -211,6 +234,7 @@ def sample(
         max_trials=max_trials,
         data_bounds=data_bounds,
         disjoint=disjoint,
+        clamp_to_bounds=clamp_to_bounds,
     )
     check_route_options(model, kwargs, recognised, mechanism, step)
     run = route_for(recognised.kind, mechanism)

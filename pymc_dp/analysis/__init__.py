@@ -6,10 +6,11 @@ refuse → validate → check the budget → record the event → release → sa
 1. :func:`~pymc_dp.analysis.inputs.classify_inputs` — every graph input is private, declared
    public or a design constant (default deny; the line is drawn in
    :mod:`pymc_dp.analysis.inputs`);
-2. the blocks the mechanism handles — conjugate links for the Laplace statistics
-   (:mod:`~pymc_dp.analysis.conjugate`), truncated-prior blocks with their log-likelihood
-   bound Δ for posterior sampling at temperature T (:mod:`~pymc_dp.analysis.tempered`), or
-   the naive-Bayes HMM's count tensor;
+2. the blocks the mechanism handles — conjugate links and bounded likelihoods (Poisson,
+   Normal, linear regression with declared ``data_bounds``) for the Laplace statistics
+   (:mod:`~pymc_dp.analysis.conjugate`, :mod:`~pymc_dp.analysis.bounded`), truncated-prior
+   blocks with their log-likelihood bound Δ for posterior sampling at temperature T
+   (:mod:`~pymc_dp.analysis.tempered`), or the naive-Bayes HMM's count tensor;
 3. refusal of every other variable that reads a private array
    (:func:`~pymc_dp.analysis.inputs.refuse_private_reads`) and validation of every record.
 
@@ -19,7 +20,7 @@ model) are in :mod:`~pymc_dp.analysis.rewrite`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +57,8 @@ class Recognised:
     inputs : ModelInputs
         Every array the model reads, classified once.
     blocks : dict, TemperedModel or NaiveBayesHMMSpec
-        Conjugate links by observed name, the tempered blocks with their Δ, or the HMM spec.
+        Links by observed name (``ConjugateLink`` or ``BoundedLink``), the tempered blocks with
+        their Δ, or the HMM spec.
     """
 
     kind: str
@@ -80,8 +82,13 @@ def recognise(
     max_trials: Mapping[str, int] | None = None,
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
+    clamp_to_bounds: bool | Collection[str] = False,
 ) -> Recognised:
     """Classify ``model``'s inputs, find the blocks ``mechanism`` handles, or refuse.
+
+    ``data_bounds`` declares the record ranges of Poisson, Normal and regression likelihoods
+    (Laplace statistics and tempered mechanisms alike); ``clamp_to_bounds`` (Laplace only)
+    clamps records outside them instead of refusing them.
 
     Raises
     ------
@@ -94,6 +101,11 @@ def recognise(
         For declarations that name unknown variables.
     """
     kind = model_kind(model, mechanism)
+    if clamp_to_bounds and kind != "conjugate":
+        raise ValueError(
+            "clamp_to_bounds is an option of the Laplace statistics (mechanism='laplace'); "
+            "the posterior-sampling mechanisms refuse records outside data_bounds"
+        )
     inputs = classify_inputs(model, public)
     if kind == "hmm":
         if max_trials or data_bounds or disjoint:
@@ -109,12 +121,19 @@ def recognise(
             )
         return Recognised(kind, inputs, spec)
     if kind == "conjugate":
-        if data_bounds or disjoint:
+        if disjoint:
             raise ValueError(
-                "data_bounds and disjoint belong to the posterior-sampling mechanisms "
-                "(ops, gibbs-exponential, metropolis), not to the Laplace statistics"
+                "disjoint belongs to the posterior-sampling mechanisms (ops, "
+                "gibbs-exponential, metropolis), not to the Laplace statistics"
             )
-        return Recognised(kind, inputs, analyse_model(model, max_trials, inputs=inputs))
+        links = analyse_model(
+            model,
+            max_trials,
+            inputs=inputs,
+            data_bounds=data_bounds,
+            clamp_to_bounds=clamp_to_bounds,
+        )
+        return Recognised(kind, inputs, links)
     blocks = analyse_tempered_model(
         model, data_bounds=data_bounds, max_trials=max_trials, disjoint=disjoint, inputs=inputs
     )

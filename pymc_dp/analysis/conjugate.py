@@ -1,4 +1,4 @@
-"""Find the conjugate prior → observed-likelihood links of a PyMC model, or refuse.
+"""Find the links the Laplace statistics release — conjugate pairs and bounded likelihoods.
 
 A link is an observed variable whose likelihood is one of the supported families
 (:data:`pymc_dp.families.FAMILIES`) and whose probability parameter is a Beta or Dirichlet
@@ -7,6 +7,10 @@ labels (``p[group]``, one row of statistics per group). Anything else that reads
 makes :func:`analyse_model` raise :class:`~pymc_dp.NonPrivateModelError`: pymc_dp never falls
 back to a non-private sampler.
 
+Poisson, Normal (unknown mean and sd) and linear-regression likelihoods with declared
+``data_bounds`` are found by :mod:`pymc_dp.analysis.bounded`; :func:`analyse_model` returns
+both kinds of link.
+
 The privacy unit is one element of the observed vector (one row for a Multinomial), together
 with its group label and, for Binomial/Multinomial likelihoods with per-record trials, its
 number of trials.
@@ -14,12 +18,18 @@ number of trials.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
+import numpy as np
 import pymc as pm
 from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Variable
 
+from pymc_dp.analysis.bounded import (
+    bounded_data_bounds_keys,
+    find_bounded_link,
+    is_bounded_likelihood,
+)
 from pymc_dp.analysis.graph import (
     CONJUGATE_LIKELIHOODS,
     check_conjugate_dependents,
@@ -36,6 +46,7 @@ from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES
 from pymc_dp.families.base import ConjugateLink
+from pymc_dp.families.bounded import BoundedLink
 
 __all__ = ["ConjugateLink", "analyse_model", "find_conjugate_link"]
 
@@ -115,43 +126,112 @@ def analyse_model(
     model: pm.Model,
     max_trials: Mapping[str, int] | None = None,
     inputs: ModelInputs | None = None,
-) -> dict[str, ConjugateLink]:
+    *,
+    data_bounds: Mapping[str, object] | None = None,
+    clamp_to_bounds: bool | Collection[str] = False,
+) -> dict[str, ConjugateLink | BoundedLink]:
     """Links for every observed variable of ``model``, validated; or a refusal.
 
-    Checks, in order: no imputed (NaN) observations; nothing but the observed likelihoods
-    reads a private array (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs``
-    is classified here, nothing declared public, when not given); every observed variable
-    is a supported conjugate likelihood; every Beta/Dirichlet prior that feeds a likelihood
-    feeds nothing else (no other random variable or potential depends on it), so that its
-    conditional is exactly the conjugate posterior; every record lies in its declared domain.
+    Checks, in order: no imputed (NaN) observations; the structure of every bounded
+    likelihood (Poisson, Normal, linear regression: :mod:`pymc_dp.analysis.bounded`, with
+    its ``data_bounds``); nothing but the observed likelihoods reads a private array, and a
+    regression's covariates are read by its likelihood only
+    (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is classified here,
+    nothing declared public, when not given); every other observed variable is a supported
+    conjugate likelihood; every Beta/Dirichlet prior that feeds a likelihood feeds nothing
+    else (no other random variable or potential depends on it), so that its conditional is
+    exactly the conjugate posterior; every record lies in its declared domain (or is clamped
+    into its bounds, on opt-in).
+
+    Parameters
+    ----------
+    model : pm.Model
+    max_trials : dict, optional
+        ``{observed name: M}`` for Binomial/Multinomial likelihoods with per-record trials.
+    inputs : ModelInputs, optional
+    data_bounds : dict, optional
+        ``{key: (low, high)}`` for the bounded likelihoods: the observed name for its values,
+        the covariates' ``pm.Data`` name (or ``"<observed>_covariates"`` for a constant
+        matrix) for a regression's covariates (one pair, or one per column).
+    clamp_to_bounds : bool or collection of str
+        Clamp records outside their declared bounds into them instead of refusing them: True
+        for every ``data_bounds`` key, or the keys to clamp.
 
     Returns
     -------
     dict
-        Observed variable name → :class:`ConjugateLink`, in model order.
+        Observed variable name → :class:`ConjugateLink` or
+        :class:`~pymc_dp.families.bounded.BoundedLink`, in model order.
 
     Raises
     ------
     NonPrivateModelError, InvalidPrivateDataError
+    ValueError
+        For ``max_trials``, ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables
+        or variables they do not apply to.
     """
     max_trials = dict(max_trials or {})
+    data_bounds = dict(data_bounds or {})
     reject_imputation(model)
+    if not model.observed_RVs:
+        raise NonPrivateModelError("the model has no observed variables: nothing is private")
+    clamp = _clamp_keys(clamp_to_bounds, data_bounds)
+    bounded = {
+        rv.name: find_bounded_link(model, rv, data_bounds, clamp)
+        for rv in model.observed_RVs
+        if is_bounded_likelihood(rv)
+    }
+    unused = sorted(set(data_bounds) - bounded_data_bounds_keys(bounded))
+    if unused:
+        raise ValueError(
+            f"data_bounds names {unused}, which no Poisson, Normal or regression likelihood "
+            "reads (keys: the observed name, and a regression's covariates container)"
+        )
+    misplaced = sorted(set(max_trials) & set(bounded))
+    if misplaced:
+        raise ValueError(f"max_trials is for Binomial and Multinomial likelihoods: {misplaced}")
     refuse_private_reads(
         model,
         inputs if inputs is not None else classify_inputs(model),
         {rv.name for rv in model.observed_RVs},
+        claims={name: found.claims for name, found in bounded.items()},
     )
-    if not model.observed_RVs:
-        raise NonPrivateModelError("the model has no observed variables: nothing is private")
     links = {
-        rv.name: find_conjugate_link(model, rv, max_trials.pop(rv.name, None))
+        rv.name: bounded[rv.name].link
+        if rv.name in bounded
+        else find_conjugate_link(model, rv, max_trials.pop(rv.name, None))
         for rv in model.observed_RVs
     }
     if max_trials:
         raise ValueError(f"max_trials names unknown observed variables: {sorted(max_trials)}")
-    for prior_name in {link.prior for link in links.values()}:
-        handled = {name for name, link in links.items() if link.prior == prior_name}
+    conjugate = {name: link for name, link in links.items() if isinstance(link, ConjugateLink)}
+    for prior_name in {link.prior for link in conjugate.values()}:
+        handled = {name for name, link in conjugate.items() if link.prior == prior_name}
         check_conjugate_dependents(model, model[prior_name], handled)
     for link in links.values():
         link.validate()
     return links
+
+
+def _clamp_keys(clamp_to_bounds, data_bounds: Mapping) -> frozenset[str]:
+    """The ``data_bounds`` keys to clamp (True: all of them).
+
+    Raises
+    ------
+    ValueError
+        If ``clamp_to_bounds`` is neither a bool nor a collection of ``data_bounds`` keys.
+    """
+    if isinstance(clamp_to_bounds, bool | np.bool_):
+        return frozenset(data_bounds) if clamp_to_bounds else frozenset()
+    if isinstance(clamp_to_bounds, str) or not isinstance(clamp_to_bounds, Collection):
+        raise ValueError(
+            "clamp_to_bounds must be True, False or a list of data_bounds keys, got "
+            f"{clamp_to_bounds!r}"
+        )
+    unknown = sorted(set(clamp_to_bounds) - set(data_bounds))
+    if unknown:
+        raise ValueError(
+            f"clamp_to_bounds names {unknown}, which have no declared data_bounds (clamping "
+            "needs a declared range)"
+        )
+    return frozenset(clamp_to_bounds)

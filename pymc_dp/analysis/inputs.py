@@ -37,7 +37,7 @@ inside a custom ``Op`` subclass's ``perform`` are invisible too: do not close ov
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -234,15 +234,21 @@ def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
     return inputs
 
 
-def refuse_private_reads(model: pm.Model, inputs: ModelInputs, handled: Collection[str]) -> None:
+def refuse_private_reads(
+    model: pm.Model,
+    inputs: ModelInputs,
+    handled: Collection[str],
+    claims: Mapping[str, Iterable[Variable]] | None = None,
+) -> None:
     """Refuse every model variable that reads a private array outside a mechanism.
 
     ``handled`` names the variables a mechanism releases: the observed likelihoods of the
     route's blocks (each may read its own records, group labels and per-record trials, and
     nothing else private: :func:`claimed_reads`), and the HMM's cell potential (built by
-    pymc_dp from the count tensor). Everything else — free variables (their priors and
-    log-densities), Deterministics, Potentials, other likelihoods — must read only public
-    arrays and design constants.
+    pymc_dp from the count tensor). ``claims`` adds, per handled likelihood, other graph
+    inputs its mechanism releases (a regression's covariates). Everything else — free
+    variables (their priors and log-densities), Deterministics, Potentials, other
+    likelihoods — must read only public arrays and design constants.
 
     Raises
     ------
@@ -258,6 +264,9 @@ def refuse_private_reads(model: pm.Model, inputs: ModelInputs, handled: Collecti
             if var not in observed:
                 continue  # the HMM's own potential
             claimed = claimed_reads(model, var)
+            extra = list((claims or {}).get(var.name, ()))
+            claimed |= set(extra)
+            claimed |= {a for a in ancestors(extra) if isinstance(a, Constant | SharedVariable)}
         reads = inputs.private_reads(var.name, exclude=claimed)
         if reads:
             offenders[var.name] = reads

@@ -6,12 +6,30 @@ statistics, Σ_g Σ_j Ŝ_gj log θ_gj (Foulds et al. 2016, §3.2: plug Ŝ into e
 containers that only the removed likelihoods used are dropped. The private model therefore
 holds no raw record: NUTS steps for other variables, the ``lp`` sampler statistic,
 ``observed_data``, ``constant_data`` and ``log_likelihood`` can no longer read private data.
+
+A bounded family's release (Poisson, Normal, linear regression;
+:class:`~pymc_dp.mechanisms.statistics.BoundedRelease`) becomes a potential
+``<observed>_released`` that the family writes (:mod:`pymc_dp.families.bounded`), read from
+data containers holding only released values, so that the model can be re-run on another
+release without being rebuilt (:func:`set_released_statistics`):
+
+* ``<observed>_released_statistics`` (G, r): the noisy components as released (unit scale);
+* ``inference="plugin"``: ``<observed>_projected_statistics`` (G, D), the projection, read
+  by the plug-in likelihood (e.g. Normal: −n log σ − (Σx² − 2μΣx + nμ²)/(2σ²));
+* ``inference="noise-aware"``: ``<observed>_noise_scale`` (the Laplace scale b) and, when n is
+  public, ``<observed>_public_n`` (G,); the family adds its latent variables
+  (``<observed>_noise_variance``, ``<observed>_n_records`` when n is private, a regression's
+  ``<observed>_covariate_*``), all post-processing of the release.
+
+The parameters the potential reads are the user's parameter graphs (μ, σ, λ, β, α), moved
+into the private model by replacing each named model variable with its private copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+import numpy as np
 import pymc as pm
 from pymc.model.fgraph import (
     ModelNamed,
@@ -20,13 +38,28 @@ from pymc.model.fgraph import (
     model_from_fgraph,
     model_potential,
 )
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.op import RandomVariable
 
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES
-from pymc_dp.mechanisms.statistics import ReleasedStatistics
+from pymc_dp.inference import check_inference
+from pymc_dp.mechanisms.statistics import BoundedRelease, ReleasedStatistics, project_bounded
 
-__all__ = ["RELEASED_TAG", "build_private_model", "data_free_model", "released_statistics_of"]
+__all__ = [
+    "RELEASED_TAG",
+    "add_released_likelihood",
+    "build_private_model",
+    "data_free_model",
+    "released_statistics_of",
+    "set_released_statistics",
+]
+
+"""How a bounded family's release is read (see the module docstring)."""
+_BOUNDED_TAG = "pymc_dp_bounded_release"
 
 RELEASED_TAG = "pymc_dp_released"
 """Tag set on the Beta/Dirichlet variables of a private model; value: list of releases."""
@@ -37,39 +70,177 @@ def _family(release: ReleasedStatistics):
 
 
 def build_private_model(
-    model: pm.Model, releases: Iterable[ReleasedStatistics], public: Iterable[str] = ()
+    model: pm.Model,
+    releases: Iterable[ReleasedStatistics | BoundedRelease],
+    public: Iterable[str] = (),
+    *,
+    inference: str = "plugin",
 ) -> pm.Model:
     """A clone of ``model`` whose observed likelihoods are replaced by released statistics.
 
     ``public`` names ``pm.Data`` containers declared public, which may stay in the model.
+    ``inference`` says how bounded families' releases are read
+    (:data:`pymc_dp.inference.INFERENCES`);
+    conjugate releases are always written as their plug-in potential (their noise-aware
+    reading is a step's job).
 
     Raises
     ------
     NonPrivateModelError
         If an observed variable has no release, or a data container (``pm.Data``) is still
         needed by the remaining model (pymc_dp treats data containers as private).
+    ValueError
+        For an unknown ``inference``.
     """
+    check_inference(inference)
     releases = list(releases)
     by_observed = {r.observed: r for r in releases}
     missing = [rv.name for rv in model.observed_RVs if rv.name not in by_observed]
     if missing:
         raise NonPrivateModelError(f"observed variables without a private release: {missing}")
+    conjugate = [r for r in releases if not isinstance(r, BoundedRelease)]
+    bounded = [r for r in releases if isinstance(r, BoundedRelease)]
     fgraph, memo = fgraph_from_model(model)
-    for release in releases:
+    for release in conjugate:
         observed_var = memo[model[release.observed]]
         prior_var = memo[model[release.prior]]
         # Written per group on the prior itself (not on p[group]): no group label survives.
         loglik = _family(release).log_likelihood(prior_var, release.table)
         fgraph.remove_output(fgraph.outputs.index(observed_var))
         fgraph.add_output(model_potential(loglik, f"{release.observed}_released"))
+    for release in bounded:  # its potential is added below, on the private model's variables
+        fgraph.remove_output(fgraph.outputs.index(memo[model[release.observed]]))
     _refuse_remaining_data(fgraph, frozenset(public))
     private = model_from_fgraph(fgraph, mutate_fgraph=True)
     _refuse_surviving_observations(private)
-    for prior_name in {r.prior for r in releases}:
+    for prior_name in {r.prior for r in conjugate}:
         private[prior_name].tag.__dict__[RELEASED_TAG] = [
-            r for r in releases if r.prior == prior_name
+            r for r in conjugate if r.prior == prior_name
         ]
+    for release in bounded:
+        add_released_likelihood(private, model, release, inference)
     return private
+
+
+def add_released_likelihood(
+    private: pm.Model, source: pm.Model, release: BoundedRelease, inference: str = "plugin"
+) -> Variable:
+    """Add a bounded family's release to ``private`` as the potential ``<observed>_released``.
+
+    The family writes the potential (:meth:`~pymc_dp.families.bounded.BoundedFamily.
+    plugin_log_likelihood` or :meth:`~pymc_dp.families.bounded.BoundedFamily.
+    noise_aware_log_likelihood`) on the parameter graphs of ``source`` moved into
+    ``private``; the released values live in data containers (module docstring).
+
+    Raises
+    ------
+    NonPrivateModelError
+        If a parameter graph reads a variable the private model does not have.
+    """
+    check_inference(inference)
+    name, structure = release.observed, release.structure
+    family = structure.family
+    parameters = _moved_parameters(private, source, structure.parameters, name)
+    with private:
+        released = pm.Data(f"{name}_released_statistics", np.asarray(release.noisy, float))
+        if inference == "plugin":
+            table = pm.Data(f"{name}_projected_statistics", np.asarray(release.table, float))
+            loglik = family.plugin_log_likelihood(parameters, table, structure)
+        else:
+            scale = pm.Data(f"{name}_noise_scale", np.asarray(release.scale, float))
+            public_n = None
+            if release.public_n is not None:
+                public_n = pm.Data(f"{name}_public_n", np.asarray(release.public_n, float))
+            loglik = family.noise_aware_log_likelihood(
+                parameters, released, scale, public_n, structure, release.neighbouring
+            )
+        potential = pm.Potential(f"{name}_released", loglik)
+    released.tag.__dict__[_BOUNDED_TAG] = release
+    return potential
+
+
+def set_released_statistics(
+    private: pm.Model,
+    observed: str,
+    noisy: np.ndarray,
+    *,
+    scale: float | None = None,
+    public_n: np.ndarray | None = None,
+) -> None:
+    """Put another release of ``observed`` into a private model built once (no rebuild).
+
+    For evaluations over many simulated releases: build the private model once
+    (:func:`build_private_model`), compile a sampler once (e.g. ``step = pm.NUTS(model=
+    private)``), then for every release call this and ``pm.sample(step=step, model=private)``.
+    The projection is recomputed (post-processing). Nothing is charged: the values are
+    assumed to be releases already accounted for.
+
+    Parameters
+    ----------
+    private : pm.Model
+        A private model with a bounded release of ``observed``.
+    observed : str
+    noisy : ndarray, shape (G, r)
+        The released components, on the unit scale (as ``BoundedRelease.noisy``).
+    scale : float, optional
+        The Laplace scale b of the new release (default: unchanged).
+    public_n : ndarray, shape (G,), optional
+        The public record counts of the new release (default: unchanged).
+
+    Raises
+    ------
+    KeyError
+        If ``private`` holds no bounded release of ``observed``.
+    """
+    container = private[f"{observed}_released_statistics"]
+    release: BoundedRelease = container.tag.__dict__[_BOUNDED_TAG]
+    noisy = np.asarray(noisy, dtype=np.float64).reshape(release.noisy.shape)
+    scale = release.scale if scale is None else float(scale)
+    if public_n is None:
+        public_n = release.public_n
+    values = {container.name: noisy}
+    names = set(private.named_vars)
+    if f"{observed}_projected_statistics" in names:
+        values[f"{observed}_projected_statistics"] = project_bounded(
+            release.structure, noisy, scale, release.neighbouring, public_n
+        )
+    if f"{observed}_noise_scale" in names:
+        values[f"{observed}_noise_scale"] = np.asarray(scale, dtype=np.float64)
+    if f"{observed}_public_n" in names and public_n is not None:
+        values[f"{observed}_public_n"] = np.asarray(public_n, dtype=np.float64).reshape(-1)
+    pm.set_data(values, model=private)
+
+
+def _moved_parameters(
+    private: pm.Model, source: pm.Model, graphs: Mapping[str, Variable], observed: str
+) -> dict[str, Variable]:
+    """The parameter graphs of ``source`` with every named variable replaced by its copy in
+    ``private`` (free variables, Deterministics, public data containers)."""
+    replace = {
+        var: private[var.name]
+        for var in (*source.free_RVs, *source.deterministics, *source.data_vars)
+        if var.name in private.named_vars
+    }
+    roles = list(graphs)
+    moved = graph_replace([graphs[role] for role in roles], replace=replace, strict=False)
+    known = set(private.basic_RVs) | set(private.data_vars) | set(private.dim_lengths.values())
+    for graph in moved:
+        for leaf in ancestors([graph], blockers=list(known)):
+            outside = (leaf.owner is not None and isinstance(leaf.owner.op, RandomVariable)) or (
+                isinstance(leaf, SharedVariable) and leaf not in known
+            )
+            if outside and leaf not in known and not _is_rng(leaf):
+                raise NonPrivateModelError(
+                    f"{observed}: its parameters read {leaf.name or leaf}, which the private "
+                    "model does not hold (only free variables, Deterministics and public data "
+                    "may be read). Nothing was sampled; a release already made stays in the "
+                    "ledger."
+                )
+    return dict(zip(roles, moved, strict=True))
+
+
+def _is_rng(variable: Variable) -> bool:
+    return isinstance(variable, SharedVariable) and "Generator" in str(variable.type)
 
 
 def data_free_model(model: pm.Model, public: Iterable[str] = ()) -> pm.Model:

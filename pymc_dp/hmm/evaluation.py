@@ -36,6 +36,7 @@ from pymc_dp.hmm.cells import CellCounts, release_event_of
 from pymc_dp.hmm.gibbs import HMMData, emission_log_likelihood, sweep
 from pymc_dp.hmm.noise_aware import ReleasedCounts, initial_latent_state, noise_aware_sweep
 from pymc_dp.hmm.privacy import emission_lower_bounds, ops_cost, release_cell_counts
+from pymc_dp.inference import INFERENCES
 from pymc_dp.ledger import PrivacyLedger
 
 __all__ = [
@@ -57,7 +58,6 @@ NOISE_AWARE = "laplace (noise-aware)"
 """The Laplace fit that reads the release as noisy observations (projection irrelevant)."""
 METHOD_FAMILIES = ("non-private", *LAPLACE_PROJECTIONS, "ops")
 """Methods :func:`evaluate` can run (``methods=``); the noise-aware fit follows "laplace"."""
-INFERENCES = ("plugin", "noise-aware")
 N_SWEEPS = 200
 BURN_IN = 100
 

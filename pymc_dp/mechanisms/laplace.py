@@ -83,6 +83,7 @@ def release_laplace(
     source: str = "Foulds et al. 2016, §3.2, eq. (16)-(17)",
     backend: NoiseBackend = "opendp",
     rng: np.random.Generator | None = None,
+    clamping: str = "",
 ) -> np.ndarray:
     """Release ``values + Laplace(sensitivity / epsilon)`` noise, once, through ``ledger``.
 
@@ -114,6 +115,9 @@ def release_laplace(
         ledger holding it is not a guarantee.
     rng : numpy.random.Generator, optional
         Generator for the NumPy backend. Ignored (and must be None) for OpenDP.
+    clamping : str
+        Which records were clamped into their declared bounds before ``values`` was computed
+        (for the ledger, :attr:`PrivacyEvent.clamping`); "" when none were.
 
     Returns
     -------
@@ -152,6 +156,7 @@ def release_laplace(
         statistic=statistic,
         source=source,
         unverified_assumption=_NUMPY_ASSUMPTION if backend == "numpy" else "",
+        clamping=clamping,
     )
     ledger.charge(event)
     flat = array.ravel()

@@ -19,6 +19,16 @@ number of groups. The released table is the (G, d) matrix of per-group sums.
 
 Projection: counts are clamped at 0 (Foulds eq. 16, "counts non-negative"); in the one-component
 case the released count is clamped to [0, total]. Projection is post-processing and is free.
+
+**Bounded families** (Poisson, Normal with unknown mean and sd, linear regression;
+:mod:`pymc_dp.families.bounded`): records are rescaled to the unit interval with their declared
+``data_bounds`` (clamped into them on opt-in, a per-record map that keeps every sensitivity),
+and the family's per-group statistics are released by :func:`release_bounded`. The grouped-table
+reasoning above carries over: with one record's statistic t(x) ∈ [0, 1]^D, add-remove-one moves
+one row by ||t(x)||₁, replace-one moves one row by t(x') − t(x) or, when records can move
+between groups (private labels, G > 1), two rows — so n_g is released under replace-one too,
+and Δ doubles. The family states each Δ (:mod:`~pymc_dp.families.poisson`,
+:mod:`~pymc_dp.families.normal`, :mod:`~pymc_dp.families.regression`).
 """
 
 from __future__ import annotations
@@ -31,12 +41,16 @@ import numpy as np
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import group_sums
 from pymc_dp.families.base import ConjugateLink
+from pymc_dp.families.bounded import BoundedLink, BoundedStructure
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
 
 __all__ = [
+    "BOUNDED_SOURCES",
+    "BoundedRelease",
     "ReleasedStatistics",
     "release_all",
+    "release_bounded",
     "release_sufficient_statistics",
     "released_components",
     "sufficient_statistics",
@@ -79,6 +93,173 @@ class ReleasedStatistics:
     scale: float = float("nan")
     neighbouring: str = "replace-one"
     public_totals: np.ndarray | None = None
+
+
+BOUNDED_SOURCES = {
+    "poisson": (
+        "Laplace mechanism (Dwork et al. 2006) on per-group Poisson sums of counts in a declared "
+        "range; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. (16)-(17)"
+    ),
+    "normal": (
+        "Bernstein & Sheldon 2018 (NeurIPS), §3: Laplace mechanism on the sufficient statistics "
+        "(n, Σu, Σu²) of values rescaled to [0, 1] by their declared bounds"
+    ),
+    "linear-regression": (
+        "Bernstein & Sheldon 2019 (NeurIPS), §3: sufficient statistics perturbation of the upper "
+        "triangle of Σ z zᵀ, z = (1, x, y) rescaled to [0, 1] by the declared bounds"
+    ),
+}
+"""Paper, section and equation of each bounded family's release (for the ledger)."""
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedRelease:
+    """The public result of one Laplace release of a bounded family's statistics.
+
+    Attributes
+    ----------
+    observed, family : str
+        Observed variable and family name (:data:`pymc_dp.families.BOUNDED_FAMILIES`).
+    structure : BoundedStructure
+        Public structure of the likelihood (declared bounds, parameter graphs, groups).
+    noisy : ndarray, shape (G, r)
+        The released components exactly as released, on the unit scale.
+    table : ndarray, shape (G, D)
+        Projected statistics, all D components (n first), on the unit scale
+        (post-processing of ``noisy`` and the public n).
+    event : PrivacyEvent
+    scale : float
+        Laplace scale b of every released component (unit scale).
+    neighbouring : {"replace-one", "add-remove-one"}
+    public_n : ndarray, shape (G,), or None
+        Record counts when they are public (one group, replace-one), else None.
+    """
+
+    observed: str
+    family: str
+    structure: BoundedStructure
+    noisy: np.ndarray
+    table: np.ndarray
+    event: PrivacyEvent
+    scale: float
+    neighbouring: str = "replace-one"
+    public_n: np.ndarray | None = None
+
+    @property
+    def released_index(self) -> np.ndarray:
+        """Indices (into the D components) of the released ones."""
+        return self.structure.family.released_components(self.structure, self.neighbouring)
+
+    @property
+    def component_names(self) -> list[str]:
+        """Names of the D components of one group's statistics."""
+        return self.structure.family.component_names(self.structure)
+
+    @property
+    def group_variable(self) -> str:
+        """The model variable whose first dimension labels the groups ("" if none)."""
+        return self.structure.group_variable
+
+
+def release_bounded(
+    link: BoundedLink,
+    epsilon: float,
+    *,
+    ledger: PrivacyLedger,
+    neighbouring: str = "replace-one",
+    backend: NoiseBackend = "opendp",
+    rng: np.random.Generator | None = None,
+) -> BoundedRelease:
+    """Validate, then release a bounded family's statistics with the Laplace mechanism.
+
+    Guarantee: (epsilon, 0)-DP under ``neighbouring`` for the records of ``link.observed``
+    (each element of the observed vector with its group label or its row of covariates), with
+    the data-independent L1 sensitivity the family states from the declared bounds
+    (:meth:`~pymc_dp.families.bounded.BoundedFamily.sensitivity`). Sources:
+    :data:`BOUNDED_SOURCES`.
+
+    Parameters
+    ----------
+    link : BoundedLink
+    epsilon : float
+        Cost of this release (> 0).
+    ledger : PrivacyLedger
+        Charged (budget checked) before the noise is drawn.
+    neighbouring : {"replace-one", "add-remove-one"}
+    backend : {"opendp", "numpy"}
+    rng : numpy.random.Generator, optional
+        Only for the NumPy backend.
+
+    Returns
+    -------
+    BoundedRelease
+        ``noisy`` (G, r) on the unit scale; ``table`` (G, D) projected.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        If a record is NaN, infinite, fractional (counts), outside its declared bounds
+        without the clamping opt-in, or has a bad group label (before any noise).
+    BudgetExceededError
+        If the ledger's budget would be exceeded (nothing released).
+    """
+    validate_neighbouring(neighbouring)
+    family, structure = link.family, link.structure
+    exact = family.statistics(link)  # validates (and clamps, on opt-in) the records
+    index = family.released_components(structure, neighbouring)
+    variables = (link.observed,) + ((structure.covariates,) if structure.covariates else ())
+    noisy = release_laplace(
+        exact[:, index],
+        sensitivity=family.sensitivity(structure, neighbouring),
+        epsilon=epsilon,
+        ledger=ledger,
+        neighbouring=neighbouring,
+        variables=variables,
+        statistic=(
+            f"{family.describe(structure, neighbouring)}; released shape "
+            f"{(exact.shape[0], index.size)}"
+            + (f"; records clamped: {structure.clamping()}" if structure.clamping() else "")
+        ),
+        source=BOUNDED_SOURCES[family.name],
+        backend=backend,
+        rng=rng,
+        clamping=structure.clamping(),
+    )
+    event = ledger.events[-1]
+    public_n = family.public_n(link, neighbouring)
+    return BoundedRelease(
+        link.observed,
+        family.name,
+        structure,
+        noisy,
+        project_bounded(structure, noisy, float(event.noise_scale), neighbouring, public_n),
+        event,
+        scale=float(event.noise_scale),
+        neighbouring=neighbouring,
+        public_n=public_n,
+    )
+
+
+def project_bounded(
+    structure: BoundedStructure,
+    noisy: np.ndarray,
+    scale: float,
+    neighbouring: str,
+    public_n: np.ndarray | None,
+) -> np.ndarray:
+    """All D components per group (the public n filled in), projected (post-processing).
+
+    Reads only released values and public facts, so it can be re-run on any release (e.g.
+    :func:`pymc_dp.analysis.rewrite.set_released_statistics`).
+    """
+    family = structure.family
+    noisy = np.asarray(noisy, dtype=np.float64).reshape(structure.n_groups, -1)
+    index = family.released_components(structure, neighbouring)
+    full = np.zeros((structure.n_groups, len(family.component_names(structure))))
+    full[:, index] = noisy
+    if public_n is not None:
+        full[:, 0] = np.asarray(public_n, dtype=np.float64).reshape(-1)
+    return family.project(full, structure, scale)
 
 
 def sufficient_statistics(link: ConjugateLink) -> np.ndarray:
@@ -195,20 +376,22 @@ def release_sufficient_statistics(
 
 
 def release_all(
-    links: Sequence[ConjugateLink],
+    links: Sequence[ConjugateLink | BoundedLink],
     epsilon: float | Mapping[str, float],
     *,
     ledger: PrivacyLedger,
     neighbouring: str = "replace-one",
     backend: NoiseBackend = "opendp",
     rng: np.random.Generator | None = None,
-) -> list[ReleasedStatistics]:
+) -> list[ReleasedStatistics | BoundedRelease]:
     """Release several links' statistics, all or nothing.
 
     Every link is validated and the *combined* cost is checked against the budget before the
     first noise is drawn, so a bad record or an overspend releases nothing. ``epsilon`` is a
     total split equally across the links (sequential composition: a record may appear in
-    every release) or a dict ``{observed name: epsilon}``.
+    every release) or a dict ``{observed name: epsilon}``. Conjugate links are released by
+    :func:`release_sufficient_statistics`, bounded links by :func:`release_bounded`; one
+    Laplace event per link.
 
     Raises
     ------
@@ -220,7 +403,7 @@ def release_all(
     epsilons = split_epsilon(epsilon, [link.observed for link in links])
     ledger.check_all((eps, 0.0) for eps in epsilons.values())
     return [
-        release_sufficient_statistics(
+        (release_bounded if isinstance(link, BoundedLink) else release_sufficient_statistics)(
             link,
             epsilons[link.observed],
             ledger=ledger,

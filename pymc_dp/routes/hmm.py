@@ -22,11 +22,12 @@ from pymc_dp.hmm.privacy import (
     record_ops_release,
     release_cell_counts,
 )
+from pymc_dp.inference import check_inference
 from pymc_dp.ledger import PrivacyEvent, validate_epsilon
 from pymc_dp.mechanisms.exponential import calibrate_temperature
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
-from pymc_dp.steps.hmm_gibbs import INFERENCES, METHODS, NaiveBayesHMMGibbs
+from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.traces import (
     RELEASED_GROUP,
@@ -36,15 +37,13 @@ from pymc_dp.traces import (
     refuse_leaky_options,
 )
 
-__all__ = ["DEFAULT_HMM_INFERENCE", "HMM_MECHANISMS", "run_hmm"]
+__all__ = ["HMM_MECHANISMS", "run_hmm"]
 
 EXPONENTIAL_GIBBS_SOURCE = (
     "Foulds et al. 2016, §4.1 eq. (19)-(20), Theorem 1: every Gibbs update is an exponential "
     "mechanism at temperature T; costs compose over all updates of all sweeps"
 )
 HMM_MECHANISMS = ("laplace", "ops", "gibbs-exponential")
-DEFAULT_HMM_INFERENCE = "plugin"
-"""How ``mechanism="laplace"`` reads the released tensor when ``inference`` is not given."""
 _KEPT_GROUPS = ("posterior", "sample_stats")
 
 
@@ -59,8 +58,8 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     ``request.inference``: ``"plugin"`` samples the HMM as if the released counts were exact;
     ``"noise-aware"`` treats them as Laplace observations of latent true counts
     (:mod:`pymc_dp.hmm.noise_aware`; needs ``hmm_method="ffbs"``); None is
-    :data:`DEFAULT_HMM_INFERENCE`. Either way it is the same release and the same single
-    ledger event: the inference is post-processing.
+    :data:`pymc_dp.inference.DEFAULT_INFERENCE`. Either way it is the same release and the
+    same single ledger event: the inference is post-processing.
 
     ``mechanism="ops"``: run :class:`NaiveBayesHMMGibbs` on the raw counts at temperature
     T = max(1, 2Δ/ε_c), ε_c = ε / chains, and keep **only the last draw of each chain**. The
@@ -136,6 +135,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         )
         idata, released = _sample_laplace(spec, noisy, request.draws, method, inference, kwargs)
         idata[RELEASED_GROUP] = released
+        idata[RELEASED_GROUP].attrs["inference"] = inference
         return idata
     noise_seed = noise_seed_from(request.noise_rng)  # the sampler's draws are the privacy noise
     ledger, neighbouring = request.ledger, request.neighbouring
@@ -200,9 +200,7 @@ def _inference(mechanism: str, inference: str | None, method: str) -> str | None
                 "for mechanism='laplace'. Nothing was sampled."
             )
         return None
-    inference = DEFAULT_HMM_INFERENCE if inference is None else inference
-    if inference not in INFERENCES:
-        raise ValueError(f"inference must be one of {INFERENCES}, got {inference!r}")
+    inference = check_inference(inference)
     if inference == "noise-aware" and method != "ffbs":
         raise ValueError(
             "inference='noise-aware' samples the states by FFBS: use hmm_method='ffbs'. "

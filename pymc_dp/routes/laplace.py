@@ -11,6 +11,11 @@ variables that read no private array (one trace point function for all chains,
 :func:`pymc_dp.traces.shared_function_trace`) → strip every group that could read raw data
 and attach the released statistics. Every draw is post-processing: chains, tuning and progress
 output are free.
+
+Bounded families (Poisson, Normal with unknown mean and sd, linear regression, with declared
+``data_bounds``; :mod:`pymc_dp.families.bounded`) are released by the same ``release_all``
+(one Laplace event each) and become potentials of the private model, plug-in or noise-aware
+(``request.inference``); PyMC's NUTS samples their parameters, next to the conjugate step.
 """
 
 from __future__ import annotations
@@ -23,25 +28,20 @@ import xarray as xr
 from pymc_dp.analysis import Recognised
 from pymc_dp.analysis.rewrite import build_private_model
 from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.inference import check_inference
 from pymc_dp.ledger import PrivacyLedger
-from pymc_dp.mechanisms.statistics import ReleasedStatistics, release_all
+from pymc_dp.mechanisms.statistics import BoundedRelease, ReleasedStatistics, release_all
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
+from pymc_dp.steps.noise_aware_gibbs import NoiseAwareConjugateGibbs
 from pymc_dp.traces import RELEASED_GROUP, keep_groups, shared_function_trace
 
 __all__ = [
-    "DEFAULT_INFERENCE",
-    "INFERENCES",
     "private_trace",
     "released_statistics_dataset",
     "run_laplace",
 ]
-
-INFERENCES: tuple[str, ...] = ("noise-aware", "plugin")
-"""How the released statistics are read (``pymc_dp.sample(inference=...)``)."""
-DEFAULT_INFERENCE = "plugin"
-"""The Laplace route's inference when ``inference`` is not given."""
 
 
 def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
@@ -56,6 +56,7 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     """
     if request.release is not None:
         raise ValueError("the Laplace path releases statistics once; every draw is free")
+    inference = check_inference(request.inference)
     provided = _as_private_steps(request.step)
     done = {r.observed for s in provided for r in s.releases}
     links = [link for name, link in recognised.blocks.items() if name not in done]
@@ -73,20 +74,54 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             backend=request.noise_backend,
             rng=request.noise_rng,
         )
-    private = build_private_model(request.model, releases, public=request.public)
-    released_priors = sorted({r.prior for r in releases})
+    private = build_private_model(
+        request.model,
+        releases,
+        public=request.public,
+        inference=inference,
+    )
+    # Bounded families (Poisson, Normal, regression) leave their parameters to PyMC (NUTS).
+    released_priors = sorted({r.prior for r in releases if isinstance(r, ReleasedStatistics)})
     with private, route_context():
-        steps = [PrivateConjugateGibbs([private[name] for name in released_priors])]
+        # The releases decide, also those adopted from pre-built PrivateConjugateGibbs steps.
+        conjugate_step = (
+            NoiseAwareConjugateGibbs if inference == "noise-aware" else PrivateConjugateGibbs
+        )
+        steps = (
+            [conjugate_step([private[name] for name in released_priors])] if released_priors else []
+        )
         kwargs = dict(request.sample_kwargs)
+        if inference == "noise-aware":
+            _noise_aware_sampler_defaults(kwargs, releases)
         if kwargs.get("trace") is None and kwargs.get("var_names") is None:
             kwargs["trace"] = shared_function_trace(private)  # None: PyMC's default backend
         idata = pm.sample(request.draws, step=steps, model=private, **kwargs)
-    return private_trace(idata, releases, request.model)
+    trace = private_trace(idata, releases, request.model)
+    trace[RELEASED_GROUP].attrs["inference"] = inference
+    return trace
+
+
+def _noise_aware_sampler_defaults(kwargs: dict, releases) -> None:
+    """NUTS options the bounded families' noise-aware models sample well with
+    (``BoundedFamily.noise_aware_sampler``: the largest ``target_accept``, a dense mass matrix
+    if any asks for it), unless the caller chose them."""
+    wanted: dict = {}
+    for release in releases:
+        if isinstance(release, BoundedRelease):
+            for key, value in release.structure.family.noise_aware_sampler.items():
+                if key == "target_accept":
+                    value = max(wanted.get(key, value), value)
+                wanted[key] = value
+    nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
+    if "target_accept" in wanted and "target_accept" not in {**kwargs, **nuts}:
+        kwargs["target_accept"] = wanted["target_accept"]
+    if "init" in wanted and "init" not in kwargs:
+        kwargs["init"] = wanted["init"]
 
 
 def private_trace(
     idata: xr.DataTree,
-    releases: Sequence[ReleasedStatistics],
+    releases: Sequence[ReleasedStatistics | BoundedRelease],
     model: pm.Model | None = None,
     ledger: PrivacyLedger | None = None,
 ) -> xr.DataTree:
@@ -101,25 +136,42 @@ def private_trace(
 
 
 def released_statistics_dataset(
-    releases: Sequence[ReleasedStatistics], model: pm.Model | None = None
+    releases: Sequence[ReleasedStatistics | BoundedRelease], model: pm.Model | None = None
 ) -> xr.Dataset:
     """The releases as labelled arrays: ``<observed>`` (noisy, as released) and
-    ``<observed>_projected`` (what the sampler used), dims ``(<observed>_group, ...)``."""
+    ``<observed>_projected`` (what the sampler used), dims ``(<observed>_group, ...)``.
+
+    A bounded family's components are labelled (``<observed>_statistic`` coordinates such as
+    "n", "sum(u)", "sum(u*u)"); they are on the unit scale of the declared bounds, which the
+    variables' attributes state (``data_bounds``, ``laplace_scale``)."""
     data_vars, coords = {}, {}
     for r in releases:
         group_dim = f"{r.observed}_group"
         labels = _group_labels(model, r)
         if labels is not None:
             coords[group_dim] = labels
-        data_vars[r.observed] = ((group_dim, f"{r.observed}_released_component"), r.noisy)
-        data_vars[f"{r.observed}_projected"] = ((group_dim, f"{r.observed}_statistic"), r.table)
+        attrs = {}
+        if isinstance(r, BoundedRelease):
+            names = r.component_names
+            coords[f"{r.observed}_statistic"] = names
+            coords[f"{r.observed}_released_component"] = [names[i] for i in r.released_index]
+            attrs = {"data_bounds": r.structure.describe_bounds(), "laplace_scale": r.scale}
+        data_vars[r.observed] = ((group_dim, f"{r.observed}_released_component"), r.noisy, attrs)
+        data_vars[f"{r.observed}_projected"] = (
+            (group_dim, f"{r.observed}_statistic"),
+            r.table,
+            attrs,
+        )
     return xr.Dataset(data_vars, coords=coords)
 
 
-def _group_labels(model: pm.Model | None, release: ReleasedStatistics):
+def _group_labels(model: pm.Model | None, release: ReleasedStatistics | BoundedRelease):
     if model is None:
         return None
-    dims = model.named_vars_to_dims.get(release.prior) or ()
+    group_variable = (
+        release.group_variable if isinstance(release, BoundedRelease) else release.prior
+    )
+    dims = model.named_vars_to_dims.get(group_variable) or ()
     if release.table.shape[0] == 1 or not dims or dims[0] not in model.coords:
         return None
     labels = model.coords[dims[0]]

@@ -13,6 +13,7 @@ from pymc.util import get_value_vars_from_user_vars
 from pymc_dp.hmm.cells import release_event_of
 from pymc_dp.hmm.gibbs import HMMData, sweep
 from pymc_dp.hmm.noise_aware import ReleasedCounts, initial_latent_state, noise_aware_sweep
+from pymc_dp.inference import check_inference
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
@@ -21,7 +22,6 @@ from pymc_dp.steps.transforms import compile_transforms
 __all__ = ["NaiveBayesHMMGibbs"]
 
 METHODS = ("ffbs", "collapsed")
-INFERENCES = ("plugin", "noise-aware")
 """How the step reads released counts: as exact (plug-in) or as Laplace-noisy observations."""
 
 
@@ -129,8 +129,7 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
             raise ValueError(f"temperature must be >= 1, got {temperature!r}")
         if method == "collapsed" and temperature != 1:
             raise ValueError("the collapsed sampler (eq. 68) runs at temperature 1 only")
-        if inference not in INFERENCES:
-            raise ValueError(f"inference must be one of {INFERENCES}, got {inference!r}")
+        check_inference(inference)
         if int(collapsed_warmup) != collapsed_warmup or collapsed_warmup < 0:
             raise ValueError(f"collapsed_warmup must be an integer >= 0, got {collapsed_warmup!r}")
         if collapsed_warmup and inference != "noise-aware":

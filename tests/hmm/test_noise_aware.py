@@ -31,6 +31,7 @@ from pymc_dp.hmm.noise_aware import (
     initial_latent_state,
     noise_aware_sweep,
 )
+from pymc_dp.inference import DEFAULT_INFERENCE
 from pymc_dp.models import naive_bayes_hmm
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.routes.hmm import run_hmm
@@ -382,11 +383,17 @@ def test_noise_aware_sample_is_the_same_release_and_removes_the_clamping_bias(na
     assert plugin.mean() - truth[2] > 4 * plugin.std()
 
 
-def test_inference_none_keeps_the_plugin_sampler(naive_bayes):
+def test_inference_none_is_the_default_noise_aware_sampler(naive_bayes):
     counts, _ = naive_bayes
-    default = _sample(counts, None, draws=5)["posterior"]["emission_f0"].values
-    plugin = _sample(counts, "plugin", draws=5)["posterior"]["emission_f0"].values
-    np.testing.assert_array_equal(default, plugin)
+    default = _sample(counts, None, draws=5)
+    aware = _sample(counts, "noise-aware", draws=5)
+    plugin = _sample(counts, "plugin", draws=5)
+    assert DEFAULT_INFERENCE == "noise-aware"
+    assert default["released_statistics"].attrs["inference"] == "noise-aware"
+    assert plugin["released_statistics"].attrs["inference"] == "plugin"
+    values = {k: t["posterior"]["emission_f0"].values for k, t in [("d", default), ("a", aware)]}
+    np.testing.assert_array_equal(values["d"], values["a"])
+    assert not np.array_equal(values["d"], plugin["posterior"]["emission_f0"].values)
 
 
 def test_tempered_mechanisms_and_the_collapsed_sampler_refuse_noise_aware_inference(naive_bayes):

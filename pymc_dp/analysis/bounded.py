@@ -1,0 +1,364 @@
+"""Recognise the likelihoods with declared record bounds on the Laplace statistics, or refuse.
+
+Three shapes are recognised, exactly (anything else that reads the records or covariates is
+refused here or by the default-deny classifier, :mod:`pymc_dp.analysis.inputs`):
+
+* **Poisson** — ``pm.Poisson("y", mu=lam)`` or ``mu=lam[group]``: ``lam`` a graph of free
+  variables of shape () or (G,) (any positive prior), ``group`` a constant vector of integer
+  labels; ``data_bounds={"y": (0, c)}``.
+* **Normal** — ``pm.Normal("y", mu=mu, sigma=sigma)``: ``mu`` and ``sigma`` scalar graphs
+  (free variables with any priors, or constants); ``data_bounds={"y": (a, b)}``.
+* **Linear regression** — ``pm.Normal("y", mu=X @ beta + alpha, sigma=sigma)``, also
+  ``alpha + X @ beta``, ``pm.math.dot(X, beta)`` and ``X @ beta`` without intercept: ``X`` a
+  ``pm.Data`` container or a constant matrix (n, p) of covariates (private, read only by this
+  likelihood), ``beta`` a graph of shape (p,), ``alpha`` and ``sigma`` scalar graphs;
+  ``data_bounds={"y": (a, b), "X": (lo, hi)}`` with per-column or common covariate bounds,
+  keyed by the container's name (for a constant matrix: ``"<y>_covariates"``).
+
+No parameter graph may read a record, a covariate or a group label (a σ computed from the
+data would put a statistic of the records into the private model). A handled likelihood
+claims its records, its group labels and its covariates
+(:func:`~pymc_dp.analysis.inputs.refuse_private_reads`); no other variable may read them.
+
+The privacy unit is one element of the observed vector, with its group label or its row of
+covariates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import ancestors
+from pytensor.scalar.basic import Add
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
+
+from pymc_dp.analysis.graph import (
+    distribution_name,
+    is_data,
+    likelihoods,
+    record_values,
+    rv_shape,
+    split_parameter,
+    strip_expand_dims,
+    uncast,
+    variable_value,
+)
+from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.families import BOUNDED_FAMILIES
+from pymc_dp.families.bounded import BoundedLink, BoundedStructure, declared_bounds
+
+__all__ = [
+    "BOUNDED_LIKELIHOODS",
+    "BoundedFound",
+    "bounded_data_bounds_keys",
+    "find_bounded_link",
+    "is_bounded_likelihood",
+]
+
+BOUNDED_LIKELIHOODS = ("poisson", "normal")
+"""The likelihoods of the bounded families (:mod:`pymc_dp.families.bounded`)."""
+_LIKELIHOODS = likelihoods(BOUNDED_LIKELIHOODS)
+_SHAPES = (
+    "Poisson(mu=lam or lam[group]), Normal(mu, sigma) with scalar mu and sigma, or "
+    "Normal(X @ beta (+ alpha), sigma) with X a data matrix"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedFound:
+    """A recognised bounded likelihood: its link and the graph inputs it claims.
+
+    Attributes
+    ----------
+    link : BoundedLink
+        Structure and (not yet validated) private records.
+    claims : tuple of Variable
+        Graph inputs beyond its records and group labels that only this likelihood may read
+        (the regression covariates).
+    keys : tuple of str
+        The ``data_bounds`` keys it reads (observed name, covariates key).
+    """
+
+    link: BoundedLink
+    claims: tuple[Variable, ...]
+    keys: tuple[str, ...]
+
+
+def is_bounded_likelihood(rv: Variable) -> bool:
+    """True for an observed Poisson or Normal variable (a bounded family's likelihood)."""
+    return distribution_name(rv, _LIKELIHOODS) is not None
+
+
+def find_bounded_link(
+    model: pm.Model,
+    observed_rv: Variable,
+    data_bounds: Mapping[str, object],
+    clamp: Collection[str] = (),
+) -> BoundedFound:
+    """Recognise one Poisson or Normal likelihood with its declared bounds.
+
+    Parameters
+    ----------
+    model : pm.Model
+    observed_rv : TensorVariable
+        An observed Poisson or Normal variable of ``model``.
+    data_bounds : dict
+        Every declared bound of the run (``{key: (low, high)}``).
+    clamp : collection of str
+        ``data_bounds`` keys whose records are clamped (opt-in).
+
+    Raises
+    ------
+    NonPrivateModelError
+        For a shape this module does not recognise, a parameter that reads the records, a
+        constant sigma that is not finite and > 0, or a missing bound (the message names the
+        variable and the bound to declare).
+    ValueError
+        For an invalid bound.
+    """
+    name = observed_rv.name
+    likelihood = distribution_name(observed_rv, _LIKELIHOODS)
+    params = observed_rv.owner.op.dist_params(observed_rv.owner)
+    values = model.rvs_to_values[observed_rv]
+    if likelihood == "poisson":
+        return _poisson(model, name, params[0], values, data_bounds, clamp)
+    mu, sigma = (strip_expand_dims(p) for p in params)
+    if sigma.ndim != 0:
+        raise NonPrivateModelError(
+            f"{name}: its Normal sigma must be one scalar (a free variable or a constant); a "
+            "per-record sigma has no bounded statistics here. Nothing was released."
+        )
+    if is_data(sigma, model):
+        value = np.asarray(variable_value(sigma), dtype=np.float64)
+        if not (np.isfinite(value) and value > 0):
+            raise NonPrivateModelError(
+                f"{name}: its Normal sigma is a constant that is not finite and > 0. "
+                "Nothing was released."
+            )
+    if mu.ndim == 0:
+        return _normal(model, name, mu, sigma, values, data_bounds, clamp)
+    linear = _linear_predictor(mu)
+    if linear is None:
+        raise NonPrivateModelError(
+            f"{name}: its mean is neither a scalar nor X @ beta (+ alpha); the Laplace "
+            f"statistics handle {_SHAPES}. A nonlinear or other per-record mean has no "
+            "bounded sufficient statistics here. Nothing was released."
+        )
+    return _regression(model, name, *linear, sigma, values, data_bounds, clamp)
+
+
+def bounded_data_bounds_keys(found: Mapping[str, BoundedFound]) -> set[str]:
+    """Every ``data_bounds`` key the recognised likelihoods read."""
+    return {key for f in found.values() for key in f.keys}
+
+
+# --- the three shapes ----------------------------------------------------------------------
+
+
+def _bounds(data_bounds, key: str, observed: str, what: str, width: int | None = None):
+    if key not in data_bounds:
+        raise NonPrivateModelError(
+            f"{observed}: the Laplace statistics need a declared range of its {what}: the "
+            f"bound data_bounds[{key!r}] = (low, high) is missing. Choose it without looking "
+            "at the data (a bound read off the data would leak it). Nothing was released."
+        )
+    return declared_bounds(data_bounds[key], key, what, width)
+
+
+def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
+    rate, index = split_parameter(mu, model, name)
+    if index is None and rate.ndim != 0:
+        raise NonPrivateModelError(
+            f"{name}: its Poisson rate must be one scalar or indexed by constant group labels "
+            "(lam or lam[group]); a per-record rate (e.g. exp(X @ beta)) has no bounded "
+            "sufficient statistics here. Nothing was released."
+        )
+    if index is not None and rate.ndim != 1:
+        raise NonPrivateModelError(
+            f"{name}: its Poisson rate lam in lam[group] must be a vector (one rate per group)"
+        )
+    low, high = _bounds(data_bounds, name, name, "counts")
+    if low < 0 or low != int(low) or high != int(high):
+        raise ValueError(
+            f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
+            f"{data_bounds[name]!r}"
+        )
+    data = record_values(values, name, "observed values").reshape(-1)
+    groups = None
+    n_groups = 1
+    if index is not None:
+        groups = record_values(index, name, "group labels").reshape(-1)
+        n_groups = _length(model, rate)
+    sources = [values] + ([index] if index is not None else [])
+    _refuse_parameters_reading_records(name, {"rate": rate}, sources)
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["poisson"],
+        bounds=(low, high),
+        parameters={"rate": rate},
+        n_groups=n_groups,
+        grouped=index is not None and n_groups > 1,
+        group_variable=rate.name if rate.name in model.named_vars else "",
+        clamp=frozenset(k for k in clamp if k == name),
+    )
+    return BoundedFound(BoundedLink(structure, data, groups=groups), (), (name,))
+
+
+def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
+    bounds = _bounds(data_bounds, name, name, "values")
+    data = record_values(values, name, "observed values").reshape(-1)
+    parameters = {"mu": mu, "sigma": sigma}
+    _refuse_parameters_reading_records(name, parameters, [values])
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["normal"],
+        bounds=bounds,
+        parameters=parameters,
+        clamp=frozenset(k for k in clamp if k == name),
+    )
+    return BoundedFound(BoundedLink(structure, data), (), (name,))
+
+
+def _regression(model, name, covariates, beta, alpha, sigma, values, data_bounds, clamp):
+    x = record_values(covariates, name, "covariates")
+    leaf = _leaf(covariates)
+    data_names = {v.name for v in model.data_vars}
+    key = leaf.name if leaf.name in data_names else f"{name}_covariates"
+    if x.ndim != 2:
+        raise NonPrivateModelError(
+            f"{name}: its covariates {key!r} must be a matrix (records × covariates), got "
+            f"{x.ndim} dimension(s)"
+        )
+    p = int(x.shape[1])
+    if beta.type.shape[0] not in (None, p):
+        raise NonPrivateModelError(
+            f"{name}: beta has {beta.type.shape[0]} coefficients for {p} covariates"
+        )
+    bounds = _bounds(data_bounds, name, name, "values")
+    covariate_bounds = _bounds(data_bounds, key, name, f"covariates {key!r}", width=p)
+    data = record_values(values, name, "observed values")
+    if data.ndim != 1:
+        raise NonPrivateModelError(
+            f"{name}: a regression's observed values must be a vector (one per row of {key!r})"
+        )
+    parameters = {"beta": beta, "sigma": sigma}
+    if alpha is not None:
+        parameters["alpha"] = alpha
+    _refuse_parameters_reading_records(name, parameters, [values, covariates])
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["linear-regression"],
+        bounds=bounds,
+        parameters=parameters,
+        covariates=key,
+        covariate_bounds=covariate_bounds,
+        clamp=frozenset(k for k in clamp if k in (name, key)),
+    )
+    return BoundedFound(BoundedLink(structure, data, covariates=x), (leaf,), (name, key))
+
+
+# --- graph shapes ---------------------------------------------------------------------------
+
+
+def _linear_predictor(mu: Variable):
+    """(X, beta, alpha or None) when ``mu`` is X @ beta, X @ beta + alpha or alpha + X @ beta."""
+    product = _matrix_vector(mu)
+    if product is not None:
+        return (*product, None)
+    node = mu.owner
+    if (
+        node is None
+        or not isinstance(node.op, Elemwise)
+        or not isinstance(node.op.scalar_op, Add)
+        or len(node.inputs) != 2
+    ):
+        return None
+    first, second = (strip_expand_dims(i) for i in node.inputs)
+    for term, other in ((first, second), (second, first)):
+        product = _matrix_vector(term)
+        if product is not None and other.ndim == 0:
+            return (*product, other)
+    return None
+
+
+def _matrix_vector(term: Variable):
+    """(X, beta) when ``term`` is X @ beta (Dot or Matmul of a matrix and a vector)."""
+    node = term.owner
+    if node is None:
+        return None
+    if isinstance(node.op, DimShuffle) and node.op.input_ndim == 2 and node.op.new_order == (0,):
+        inner = node.inputs[0].owner  # squeeze(X @ expand_dims(beta, 1), 1)
+        if inner is None or not _is_dot(inner.op) or len(inner.inputs) != 2:
+            return None
+        matrix, column = inner.inputs
+        vector = column.owner.inputs[0] if _is_column(column) else None
+        if vector is None or matrix.ndim != 2:
+            return None
+        return matrix, vector
+    if _is_dot(node.op) and len(node.inputs) == 2:
+        matrix, vector = node.inputs
+        if matrix.ndim == 2 and vector.ndim == 1:
+            return matrix, vector
+    return None
+
+
+def _is_dot(op) -> bool:
+    return isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot))
+
+
+def _is_column(variable: Variable) -> bool:
+    node = variable.owner
+    return (
+        node is not None
+        and isinstance(node.op, DimShuffle)
+        and node.op.input_ndim == 1
+        and node.op.new_order == (0, "x")
+    )
+
+
+def _leaf(variable: Variable) -> Variable:
+    """The constant or data container under casts and dimension insertions."""
+    while True:
+        stripped = strip_expand_dims(uncast(variable))
+        if stripped is variable:
+            return variable
+        variable = stripped
+
+
+def _length(model: pm.Model, rate: Variable) -> int:
+    """G: the length of a rate vector (static, the model's shapes, or evaluated)."""
+    if rate.type.shape[0] is not None:
+        return int(rate.type.shape[0])
+    if rate in model.free_RVs:
+        return int(rv_shape(model, rate)[0])
+    return int(rate.shape[0].eval())
+
+
+def _refuse_parameters_reading_records(
+    name: str, parameters: Mapping[str, Variable], sources
+) -> None:
+    """Refuse a parameter graph that reads the likelihood's records, covariates or labels."""
+    leaves = {_leaf(s) for s in sources}
+    leaves |= {
+        a for a in ancestors(list(sources)) if isinstance(a, Constant | SharedVariable)
+    } - _numbers(sources)
+    for role, graph in parameters.items():
+        read = [a for a in ancestors([graph]) if a in leaves]
+        if read:
+            raise NonPrivateModelError(
+                f"{name}: its {role} reads the likelihood's own records (observed values, "
+                "covariates or group labels); a parameter computed from the data is a release "
+                "the mechanism cannot account for. Nothing was released."
+            )
+
+
+def _numbers(sources) -> set:
+    """Single-number constants under the sources (cast targets, axes): not records."""
+    return {a for a in ancestors(list(sources)) if isinstance(a, Constant) and np.size(a.data) <= 1}

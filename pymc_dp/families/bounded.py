@@ -1,0 +1,357 @@
+"""Families with declared, data-independent record bounds, for the Laplace statistics.
+
+The Beta/Dirichlet count families (:mod:`~pymc_dp.families.beta`,
+:mod:`~pymc_dp.families.dirichlet`) have bounded statistics by construction. Poisson counts,
+Normal values and regression covariates need a declared range ``data_bounds`` (chosen without
+looking at the data). This module holds what those families share:
+
+* :class:`BoundedStructure` — the public structure of one observed likelihood (its declared
+  bounds, the parameter graphs its likelihood reads, its groups), found by
+  :mod:`pymc_dp.analysis.bounded`;
+* :class:`BoundedLink` — the structure with the private records;
+* :class:`BoundedFamily` — the interface each family implements: per-group statistics on the
+  unit scale, which components are released and their L1 sensitivity, the projection of a
+  release, and the two readings of a release in the private model (plug-in and noise-aware);
+* the record checks (finite, inside the declared bounds or clamped on opt-in) and the Laplace
+  noise as a scale mixture of normals, which the noise-aware readings share.
+
+Families: :mod:`~pymc_dp.families.poisson` (Poisson counts),
+:mod:`~pymc_dp.families.normal` (Normal with unknown mean and sd) and
+:mod:`~pymc_dp.families.regression` (linear regression).
+
+Laplace noise as a scale mixture (Andrews & Mallows 1974; used for private statistics by
+Bernstein & Sheldon, NeurIPS 2019, §4): e ~ Laplace(0, b) is e | V ~ N(0, V) with
+V ~ Exponential(rate 1/(2b²)) (mean 2b²). A Gaussian (CLT) law of the true statistics then
+leaves a Gaussian law of the release given V, so the true statistics integrate out in closed
+form and NUTS samples V alongside the parameters.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+
+from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.families.base import reject_out_of_range, require_integers
+
+__all__ = [
+    "BoundedFamily",
+    "BoundedLink",
+    "BoundedStructure",
+    "check_bounded_values",
+    "check_group_labels",
+    "declared_bounds",
+    "laplace_noise_variance",
+    "latent_record_count",
+    "positive_counts",
+    "to_unit_interval",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedStructure:
+    """The public structure of one observed likelihood with declared bounds.
+
+    Nothing here is private: the bounds are declared, the parameter graphs are the model's
+    definition, the number of groups is the parameter's shape.
+
+    Attributes
+    ----------
+    observed : str
+        Name of the observed variable.
+    family : BoundedFamily
+    bounds : (float, float)
+        Declared range [low, high] of every observed value.
+    parameters : dict
+        Role → graph of the source model the likelihood reads (Poisson: ``"rate"``, shape
+        () or (G,); Normal: ``"mu"``, ``"sigma"``; regression: ``"beta"`` (p,), ``"alpha"``
+        (absent without an intercept), ``"sigma"``). None of them reads a record.
+    n_groups : int
+        G: rows of the statistics (1 unless a Poisson rate is indexed by group labels).
+    grouped : bool
+        Whether records choose their parameter by a (private) group label, G > 1.
+    group_variable : str
+        Name of the model variable whose first dimension labels the groups ("" if none).
+    covariates : str or None
+        ``data_bounds`` key of the regression covariates (the ``pm.Data`` name of X).
+    covariate_bounds : (ndarray, ndarray) or None
+        Declared per-column range (low (p,), high (p,)) of the covariates.
+    clamp : frozenset of str
+        ``data_bounds`` keys (observed name, covariates key) whose records are clamped into
+        their declared range instead of refused (``pymc_dp.sample(clamp_to_bounds=...)``).
+    """
+
+    observed: str
+    family: BoundedFamily
+    bounds: tuple[float, float]
+    parameters: Mapping[str, Variable]
+    n_groups: int = 1
+    grouped: bool = False
+    group_variable: str = ""
+    covariates: str | None = None
+    covariate_bounds: tuple[np.ndarray, np.ndarray] | None = None
+    clamp: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def n_covariates(self) -> int:
+        return 0 if self.covariate_bounds is None else int(self.covariate_bounds[0].size)
+
+    def describe_bounds(self) -> str:
+        """The declared bounds in words (values rescaled to [0, 1] by them)."""
+        text = f"{self.observed} in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
+        if self.covariate_bounds is not None:
+            low, high = self.covariate_bounds
+            text += f"; {self.covariates} in [{_numbers(low)}, {_numbers(high)}] per column"
+        return text
+
+    def clamping(self) -> str:
+        """The clamping opt-in in words, for the ledger ("" when nothing is clamped)."""
+        parts = []
+        if self.observed in self.clamp:
+            parts.append(f"{self.observed} to [{self.bounds[0]:g}, {self.bounds[1]:g}]")
+        if self.covariates is not None and self.covariates in self.clamp:
+            low, high = self.covariate_bounds
+            parts.append(f"{self.covariates} to [{_numbers(low)}, {_numbers(high)}] per column")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedLink:
+    """A bounded likelihood with its private records.
+
+    Attributes
+    ----------
+    structure : BoundedStructure
+    data : ndarray, shape (n,)
+        The observed values. **Private.**
+    covariates : ndarray, shape (n, p), or None
+        The regression covariates. **Private.**
+    groups : ndarray of int, shape (n,), or None
+        Group labels. **Private.**
+    """
+
+    structure: BoundedStructure
+    data: np.ndarray
+    covariates: np.ndarray | None = None
+    groups: np.ndarray | None = None
+
+    @property
+    def observed(self) -> str:
+        return self.structure.observed
+
+    @property
+    def family(self) -> BoundedFamily:
+        return self.structure.family
+
+    def validate(self) -> None:
+        """Raise :class:`~pymc_dp.InvalidPrivateDataError` unless every record is usable."""
+        self.family.records(self)
+
+
+class BoundedFamily(ABC):
+    """A likelihood whose released statistics are bounded by declared record bounds.
+
+    Statistics are per-group sums of a per-record vector t(x) whose components all lie in
+    [0, 1] (records are rescaled to the unit interval first); component 0 is the record
+    count (t₀ = 1). Every method that sees records is marked private; everything else reads
+    the structure or released values only.
+    """
+
+    name: str
+    likelihood: str
+    noise_aware_sampler: ClassVar[Mapping[str, object]] = {}
+    """NUTS options (``target_accept``, ``init``) the noise-aware model samples well with;
+    the Laplace route uses them unless the caller chose its own."""
+
+    @abstractmethod
+    def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
+        """The validated (and, on opt-in, clamped) records. Private.
+
+        Raises
+        ------
+        InvalidPrivateDataError
+            Naming the variable and how many values are bad, never the values.
+        """
+
+    @abstractmethod
+    def statistics(self, link: BoundedLink) -> np.ndarray:
+        """Exact per-group sums of t(x) on the unit scale, shape (G, D). Private."""
+
+    @abstractmethod
+    def component_names(self, structure: BoundedStructure) -> list[str]:
+        """Names of the D components of one group's statistics ("n" first)."""
+
+    @abstractmethod
+    def released_components(self, structure: BoundedStructure, neighbouring: str) -> np.ndarray:
+        """Indices of the components released per group (n is left out when public)."""
+
+    @abstractmethod
+    def sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
+        """Data-independent L1 sensitivity of the released (G, r) array."""
+
+    @abstractmethod
+    def project(self, full: np.ndarray, structure: BoundedStructure, scale: float) -> np.ndarray:
+        """Feasible statistics (G, D) closest to the noisy ones (post-processing)."""
+
+    @abstractmethod
+    def plugin_log_likelihood(
+        self, parameters: Mapping[str, Variable], table: Variable, structure: BoundedStructure
+    ) -> Variable:
+        """The likelihood of the records as a function of the projected statistics."""
+
+    @abstractmethod
+    def noise_aware_log_likelihood(
+        self,
+        parameters: Mapping[str, Variable],
+        released: Variable,
+        scale: Variable,
+        public_n: Variable | None,
+        structure: BoundedStructure,
+        neighbouring: str,
+    ) -> Variable:
+        """Log density of the release given the parameters (and latent variables it creates
+        in the model in context), the true statistics integrated out."""
+
+    @abstractmethod
+    def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
+        """The released statistic in words, for the ledger."""
+
+    def public_n(self, link: BoundedLink, neighbouring: str) -> np.ndarray | None:
+        """Per-group record counts when they are public (one group, replace-one), else None."""
+        if neighbouring == "replace-one" and not link.structure.grouped:
+            return np.array([float(np.asarray(link.data).size)])
+        return None
+
+
+# --- records -----------------------------------------------------------------------------
+
+
+def declared_bounds(bounds, name: str, what: str, width: int | None = None):
+    """(low, high) of a ``data_bounds`` entry: floats, or arrays of ``width`` per column.
+
+    Raises
+    ------
+    ValueError
+        If a bound is not finite, low >= high, or the per-column shapes do not match.
+    """
+    try:
+        low, high = bounds
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"data_bounds[{name!r}] must be a pair (low, high) for its {what}, got {bounds!r}"
+        ) from None
+    low = np.asarray(low, dtype=np.float64)
+    high = np.asarray(high, dtype=np.float64)
+    if width is None:
+        if low.ndim or high.ndim:
+            raise ValueError(f"data_bounds[{name!r}] must be two numbers, got {bounds!r}")
+    else:
+        if any(b.ndim > 1 or b.size not in (1, width) for b in (low, high)):
+            raise ValueError(
+                f"data_bounds[{name!r}] must give one (low, high) or one per column ({width}), "
+                f"got shapes {low.shape} and {high.shape}"
+            )
+        low, high = np.broadcast_to(low, (width,)).copy(), np.broadcast_to(high, (width,)).copy()
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and np.all(low < high)):
+        raise ValueError(
+            f"data_bounds[{name!r}] must be finite with low < high for its {what}, got {bounds!r}"
+        )
+    return (float(low), float(high)) if width is None else (low, high)
+
+
+def check_bounded_values(
+    values: np.ndarray, low, high, variable: str, what: str, clamp: bool
+) -> np.ndarray:
+    """Finite values inside [low, high] (broadcast per column), clamped into it on opt-in.
+
+    Non-finite values are always refused: clamping an infinity or a NaN would invent a record.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        If a value is NaN or infinite, or outside the bounds without ``clamp``; the message
+        gives counts only.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise InvalidPrivateDataError(
+            f"{variable}: {int(bad.sum())} {what} are NaN or infinite; private records must be "
+            "complete and finite (pymc_dp never imputes or clamps them). Nothing was released."
+        )
+    if clamp:
+        return np.clip(values, low, high)
+    outside = (values < low) | (values > high)
+    if outside.any():
+        raise InvalidPrivateDataError(
+            f"{variable}: {int(outside.sum())} {what} outside the declared data_bounds. "
+            "Fix the bounds (chosen without looking at the data) or opt in to "
+            f"clamp_to_bounds=[{variable!r}]. Nothing was released."
+        )
+    return values
+
+
+def check_group_labels(link: BoundedLink) -> np.ndarray | None:
+    """Validated group labels (integers in 0..G − 1, one per record), or None."""
+    structure = link.structure
+    if link.groups is None:
+        return None
+    groups = require_integers(np.asarray(link.groups).reshape(-1), link.observed, "group labels")
+    reject_out_of_range(groups, 0, structure.n_groups - 1, link.observed, "group labels")
+    n_records = np.asarray(link.data).size
+    if groups.shape != (n_records,):
+        raise InvalidPrivateDataError(
+            f"{link.observed}: {groups.size} group labels for {n_records} records"
+        )
+    return groups
+
+
+def to_unit_interval(values: np.ndarray, low, high) -> np.ndarray:
+    """(x − low)/(high − low): values in [low, high] to [0, 1] (per column when arrays)."""
+    return (np.asarray(values, dtype=np.float64) - low) / (np.asarray(high) - np.asarray(low))
+
+
+# --- the noise-aware pieces every family shares -------------------------------------------
+
+
+def laplace_noise_variance(name: str, scale: Variable, shape: int) -> Variable:
+    """Latent variances V ~ Exponential(mean 2b²) of Laplace(b) noise as a normal mixture.
+
+    Creates the free variable ``<name>_noise_variance`` (shape ``shape``) in the model in
+    context. Laplace(0, b) = N(0, V) with V ~ Exponential(rate 1/(2b²)).
+    """
+    return pm.Exponential(f"{name}_noise_variance", scale=2.0 * scale**2, shape=shape)
+
+
+def latent_record_count(name: str, released_n: Variable, scale: Variable, groups: int):
+    """Latent (private) record counts n_g, flat prior on n_g > 0, from their Laplace release.
+
+    The count is released as r = n + Laplace(b), so with a flat prior its posterior is
+    Laplace(r, b) times the rest of the likelihood. It is sampled non-centred: the free
+    variable ``<name>_n_records_offset`` (G,) ~ Laplace(0, 1) — that *is* the release's
+    likelihood — and the Deterministic ``<name>_n_records`` = r + b · offset, so its scale is
+    the same whatever b (at ε = 10⁶ a centred n would need steps of 10⁻⁶). Both are created
+    in the model in context. The count is treated as continuous (its spread is that of the
+    noise, which dwarfs the rounding); callers reject n ≤ 0 (:func:`positive_counts`).
+    """
+    offset = pm.Laplace(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
+    return pm.Deterministic(f"{name}_n_records", released_n + scale * offset)
+
+
+def positive_counts(n: Variable, log_likelihood: Variable) -> Variable:
+    """``log_likelihood`` where every latent count is > 0 (the flat prior's support), else −∞."""
+    return pt.switch(pt.all(pt.gt(n, 0)), log_likelihood, -np.inf)
+
+
+def _numbers(values) -> str:
+    values = np.asarray(values).reshape(-1)
+    if np.all(values == values[0]):
+        return f"{values[0]:g}"
+    return "(" + ", ".join(f"{v:g}" for v in values) + ")"

@@ -1,0 +1,390 @@
+"""Bounded families (Poisson, Normal with unknown mean and sd, linear regression): statistics,
+sensitivities against brute force, moments, plug-in likelihoods, projection, noise-aware pieces."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+from scipy.special import gammaln
+
+from pymc_dp import InvalidPrivateDataError
+from pymc_dp.families import BOUNDED_FAMILIES, BoundedLink, BoundedStructure
+from pymc_dp.families.normal import (
+    gaussian_release_log_likelihood,
+    gaussian_second_moments,
+    project_second_moments,
+    second_moment_matrix,
+    second_moment_statistics,
+)
+from pymc_dp.families.poisson import poisson_laplace_log_marginal
+
+NORMAL, POISSON, REGRESSION = (
+    BOUNDED_FAMILIES[name] for name in ("normal", "poisson", "linear-regression")
+)
+NEIGHBOURING = ("replace-one", "add-remove-one")
+
+
+def normal_link(values, bounds=(-2.0, 3.0), clamp=()):
+    structure = BoundedStructure("x", NORMAL, bounds, {}, clamp=frozenset(clamp))
+    return BoundedLink(structure, np.asarray(values, dtype=float))
+
+
+def poisson_link(counts, groups=None, n_groups=1, bounds=(0, 7), clamp=()):
+    structure = BoundedStructure(
+        "y",
+        POISSON,
+        bounds,
+        {},
+        n_groups=n_groups,
+        grouped=n_groups > 1,
+        clamp=frozenset(clamp),
+    )
+    return BoundedLink(structure, np.asarray(counts), groups=groups)
+
+
+def regression_link(y, x, bounds=(-1.0, 4.0), low=(0.0, -1.0), high=(2.0, 1.0), clamp=()):
+    structure = BoundedStructure(
+        "y",
+        REGRESSION,
+        bounds,
+        {},
+        covariates="X",
+        covariate_bounds=(np.asarray(low, float), np.asarray(high, float)),
+        clamp=frozenset(clamp),
+    )
+    return BoundedLink(structure, np.asarray(y, float), covariates=np.asarray(x, float))
+
+
+# --- sensitivity: brute force over extreme records -----------------------------------------
+def _released(link, neighbouring):
+    family = link.family
+    return family.statistics(link)[:, family.released_components(link.structure, neighbouring)]
+
+
+def _brute_force(single, records, neighbouring):
+    """max ||S(D) − S(D')||₁ over neighbours: statistics are sums, so a replaced record moves
+    them by t(r) − t(r'), an added one by t(r)."""
+    released = [_released(single(r), neighbouring) for r in records]
+    if neighbouring == "add-remove-one":
+        return max(float(np.abs(t).sum()) for t in released)
+    return max(float(np.abs(a - b).sum()) for a, b in itertools.combinations(released, 2))
+
+
+def _interior(rng, low, high, size):
+    return rng.uniform(low, high, size)
+
+
+@pytest.mark.parametrize("neighbouring", NEIGHBOURING)
+def test_normal_sensitivity_is_the_brute_force_maximum(neighbouring):
+    rng = np.random.default_rng(0)
+    records = [-2.0, 3.0, *_interior(rng, -2, 3, 20)]
+    found = _brute_force(lambda r: normal_link([r]), records, neighbouring)
+    structure = normal_link([0.0]).structure
+    assert NORMAL.sensitivity(structure, neighbouring) == found
+    assert found == (3.0 if neighbouring == "add-remove-one" else 2.0)
+
+
+@pytest.mark.parametrize("neighbouring", NEIGHBOURING)
+@pytest.mark.parametrize("n_groups", [1, 3])
+def test_poisson_sensitivity_is_the_brute_force_maximum(neighbouring, n_groups):
+    records = [(y, g) for y in range(8) for g in range(n_groups)]
+
+    def single(record):
+        y, g = record
+        groups = np.array([g]) if n_groups > 1 else None
+        return poisson_link([y], groups=groups, n_groups=n_groups)
+
+    found = _brute_force(single, records, neighbouring)
+    structure = single(records[0]).structure
+    assert POISSON.sensitivity(structure, neighbouring) == found
+    expected = {("replace-one", 1): 1.0, ("replace-one", 3): 4.0}.get((neighbouring, n_groups), 2.0)
+    assert found == expected
+
+
+@pytest.mark.parametrize("neighbouring", NEIGHBOURING)
+def test_regression_sensitivity_is_the_brute_force_maximum(neighbouring):
+    rng = np.random.default_rng(1)
+    corners = [
+        (y, (x0, x1)) for y in (-1.0, 4.0) for x0 in (0.0, 2.0) for x1 in (-1.0, 1.0)
+    ]
+    interior = [
+        (float(_interior(rng, -1, 4, ())), tuple(_interior(rng, [0, -1], [2, 1], 2)))
+        for _ in range(10)
+    ]
+    found = _brute_force(
+        lambda r: regression_link([r[0]], [r[1]]), corners + interior, neighbouring
+    )
+    structure = regression_link([0.0], [[1.0, 0.0]]).structure
+    # z = (1, x̃0, x̃1, ỹ): D = 10 entries of the upper triangle; n is public under replace-one
+    assert REGRESSION.sensitivity(structure, neighbouring) == found
+    assert found == (10.0 if neighbouring == "add-remove-one" else 9.0)
+
+
+def test_every_per_record_component_lies_in_the_unit_interval():
+    rng = np.random.default_rng(2)
+    link = regression_link(rng.uniform(-1, 4, 50), rng.uniform([0, -1], [2, 1], (50, 2)))
+    w = REGRESSION.unit_records(link)
+    per_record = np.stack([second_moment_statistics(row[None, :]) for row in w])
+    assert per_record.min() >= 0.0 and per_record.max() <= 1.0
+    np.testing.assert_allclose(per_record.sum(axis=0), REGRESSION.statistics(link)[0])
+
+
+# --- statistics ----------------------------------------------------------------------------
+def test_normal_statistics_are_n_sum_and_sum_of_squares_on_the_unit_scale():
+    x = np.array([-2.0, 0.5, 3.0, 1.0])
+    u = (x + 2) / 5
+    np.testing.assert_allclose(NORMAL.statistics(normal_link(x)), [[4, u.sum(), (u**2).sum()]])
+    assert NORMAL.component_names(normal_link(x).structure) == ["n", "sum(u)", "sum(u*u)"]
+
+
+def test_regression_statistics_are_the_upper_triangle_of_zzT():
+    rng = np.random.default_rng(3)
+    y, x = rng.uniform(-1, 4, 30), rng.uniform([0, -1], [2, 1], (30, 2))
+    z = np.column_stack([np.ones(30), x[:, 0] / 2, (x[:, 1] + 1) / 2, (y + 1) / 5])
+    gram = z.T @ z
+    stats_ = REGRESSION.statistics(regression_link(y, x))[0]
+    np.testing.assert_allclose(second_moment_matrix(stats_, 3), gram)
+    names = REGRESSION.component_names(regression_link(y, x).structure)
+    assert names[:4] == ["n", "sum(X[0])", "sum(X[1])", "sum(y)"]
+    assert names[-1] == "sum(y*y)" and len(names) == 10
+
+
+def test_poisson_statistics_are_group_counts_and_scaled_sums():
+    counts, groups = np.array([0, 7, 3, 2, 5]), np.array([0, 2, 2, 0, 2])
+    table = POISSON.statistics(poisson_link(counts, groups, n_groups=3))
+    np.testing.assert_allclose(table, [[2, 2 / 7], [0, 0], [3, 15 / 7]])
+
+
+# --- records: bad input and clamping ------------------------------------------------------
+def test_out_of_bound_values_are_refused_with_a_count_and_no_values():
+    with pytest.raises(InvalidPrivateDataError, match="x: 2 values outside") as error:
+        normal_link([-2.5, 0.0, 3.25]).validate()
+    assert "2.5" not in str(error.value) and "3.25" not in str(error.value)
+    with pytest.raises(InvalidPrivateDataError, match="X: 1 covariate values outside"):
+        regression_link([0.0, 1.0], [[0.5, 0.0], [2.5, 0.0]]).validate()
+    with pytest.raises(InvalidPrivateDataError, match="y: 1 counts outside"):
+        poisson_link([0, 8]).validate()
+
+
+def test_non_finite_and_fractional_records_are_refused_even_when_clamping():
+    with pytest.raises(InvalidPrivateDataError, match="1 values are NaN or infinite"):
+        normal_link([0.0, np.inf], clamp=["x"]).validate()
+    with pytest.raises(InvalidPrivateDataError, match="NaN"):
+        poisson_link(np.array([1.0, np.nan]), clamp=["y"]).validate()
+    with pytest.raises(InvalidPrivateDataError, match="whole numbers"):
+        poisson_link(np.array([1.0, 2.5]), clamp=["y"]).validate()
+
+
+def test_clamping_computes_the_statistics_of_the_clamped_records():
+    x = np.array([-5.0, 0.0, 9.0])
+    np.testing.assert_allclose(
+        NORMAL.statistics(normal_link(x, clamp=["x"])), NORMAL.statistics(normal_link([-2, 0, 3]))
+    )
+    link = regression_link([9.0], [[5.0, -3.0]], clamp=["X"])
+    with pytest.raises(InvalidPrivateDataError, match="y: 1 values"):
+        link.validate()  # only the covariates were opted in
+    clamped = regression_link([9.0], [[5.0, -3.0]], clamp=["X", "y"])
+    assert clamped.structure.clamping() == "y to [-1, 4]; X to [(0, -1), (2, 1)] per column"
+    np.testing.assert_allclose(
+        REGRESSION.statistics(clamped), REGRESSION.statistics(regression_link([4.0], [[2, -1]]))
+    )
+
+
+# --- moments of z zᵀ (Isserlis) ----------------------------------------------------------
+def test_second_moments_of_one_normal_variable_match_the_closed_form():
+    m, s = 0.3, 0.2
+    mean_t, cov_t = gaussian_second_moments(np.array([m]), np.array([[s**2]]), 1)
+    np.testing.assert_allclose(mean_t.eval(), [1, m, m**2 + s**2])
+    expected = np.array(
+        [
+            [0, 0, 0],
+            [0, s**2, 2 * m * s**2],
+            [0, 2 * m * s**2, 4 * m**2 * s**2 + 2 * s**4],
+        ]
+    )
+    np.testing.assert_allclose(cov_t.eval(), expected, atol=1e-15)
+
+
+def test_second_moments_of_a_normal_vector_match_monte_carlo():
+    rng = np.random.default_rng(4)
+    mean = np.array([0.4, 0.6, 0.5])
+    a = rng.normal(size=(3, 3)) * 0.1
+    cov = a @ a.T + 0.01 * np.eye(3)
+    w = rng.multivariate_normal(mean, cov, size=400_000)
+    z = np.column_stack([np.ones(len(w)), w])
+    j, k = np.triu_indices(4)
+    t = z[:, j] * z[:, k]
+    mean_t, cov_t = (v.eval() for v in gaussian_second_moments(mean, cov, 3))
+    root_n = np.sqrt(len(t))
+    assert np.all(np.abs(t.mean(axis=0) - mean_t) <= 6 * t.std(axis=0) / root_n + 1e-12)
+    centred = t - t.mean(axis=0)
+    for c, d in zip(*np.triu_indices(t.shape[1]), strict=True):
+        product = centred[:, c] * centred[:, d]  # its mean estimates Cov(t_c, t_d)
+        assert abs(product.mean() - cov_t[c, d]) <= 6 * product.std() / root_n + 1e-12
+
+
+# --- plug-in log-likelihood = PyMC's log-likelihood on exact statistics ------------------
+def _float64(value):
+    """A float64 constant (PyTensor makes a Python 0.5 a float32 one)."""
+    return pt.as_tensor(np.float64(value))
+
+
+def _logp_of_observed(model, point):
+    return float(model.compile_logp(vars=model.observed_RVs, jacobian=False)(point))
+
+
+def test_normal_plugin_log_likelihood_equals_the_model_logp():
+    rng = np.random.default_rng(5)
+    x = np.clip(rng.normal(1.0, 0.8, 40), -2, 3)
+    link = normal_link(x)
+    with pm.Model() as model:
+        mu = pm.Normal("mu")
+        sigma = pm.HalfNormal("sigma")
+        pm.Normal("x", mu, sigma, observed=x)
+    table = pt.as_tensor(NORMAL.statistics(link))
+    for mu_value, sigma_value in [(0.7, 0.5), (-1.0, 2.0), (2.9, 0.05)]:
+        potential = NORMAL.plugin_log_likelihood(
+            {"mu": _float64(mu_value), "sigma": _float64(sigma_value)},
+            table,
+            link.structure,
+        ).eval()
+        point = {"mu": mu_value, "sigma_log__": np.log(sigma_value)}
+        assert potential == pytest.approx(_logp_of_observed(model, point), rel=1e-10)
+        assert potential == pytest.approx(stats.norm(mu_value, sigma_value).logpdf(x).sum())
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_regression_plugin_log_likelihood_equals_the_model_logp(intercept):
+    rng = np.random.default_rng(6)
+    x = rng.uniform([0, -1], [2, 1], (50, 2))
+    y = np.clip(0.5 + x @ [1.0, -0.7] + rng.normal(0, 0.3, 50), -1, 4)
+    link = regression_link(y, x)
+    with pm.Model() as model:
+        beta = pm.Normal("beta", shape=2)
+        alpha = pm.Normal("alpha")
+        sigma = pm.HalfNormal("sigma")
+        mean = pt.as_tensor(x) @ beta + (alpha if intercept else 0.0)
+        pm.Normal("y", mean, sigma, observed=y)
+    table = pt.as_tensor(REGRESSION.statistics(link))
+    for b, a, s in [([1.0, -0.7], 0.5, 0.3), ([-2.0, 0.4], 1.5, 1.7)]:
+        parameters = {"beta": pt.as_tensor(np.array(b)), "sigma": _float64(s)}
+        if intercept:
+            parameters["alpha"] = _float64(a)
+        potential = REGRESSION.plugin_log_likelihood(parameters, table, link.structure).eval()
+        point = {"beta": np.array(b), "alpha": a, "sigma_log__": np.log(s)}
+        mean = x @ b + (a if intercept else 0.0)
+        assert potential == pytest.approx(_logp_of_observed(model, point), rel=1e-9)
+        assert potential == pytest.approx(stats.norm(mean, s).logpdf(y).sum(), rel=1e-9)
+
+
+def test_poisson_plugin_log_likelihood_is_the_model_logp_without_the_data_constant():
+    rng = np.random.default_rng(7)
+    groups = rng.integers(0, 3, 60)
+    counts = np.minimum(rng.poisson(np.array([0.5, 2.0, 4.0])[groups]), 7)
+    link = poisson_link(counts, groups, n_groups=3)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 2, 1, shape=3)
+        pm.Poisson("y", lam[groups], observed=counts)
+    table = pt.as_tensor(POISSON.statistics(link))
+    for rates in ([0.5, 2.0, 4.0], [3.0, 0.1, 9.0]):
+        rates = np.array(rates)
+        potential = POISSON.plugin_log_likelihood(
+            {"rate": pt.as_tensor(rates)}, table, link.structure
+        ).eval()
+        constant = gammaln(counts + 1).sum()  # −Σ log y! is data-only and not released
+        point = {"lam_log__": np.log(rates)}
+        assert potential - constant == pytest.approx(_logp_of_observed(model, point), rel=1e-10)
+
+
+# --- projection (post-processing) ----------------------------------------------------------
+def test_projection_keeps_exact_statistics():
+    rng = np.random.default_rng(8)
+    link = regression_link(rng.uniform(-1, 4, 30), rng.uniform([0, -1], [2, 1], (30, 2)))
+    exact = REGRESSION.statistics(link)
+    np.testing.assert_allclose(REGRESSION.project(exact, link.structure, 1e-9), exact, atol=1e-9)
+
+
+def test_projection_makes_the_second_moments_feasible():
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        noisy = rng.normal(0, 30, 10)
+        noisy[0] = 20.0  # n public
+        table = project_second_moments(noisy, 3, floor=2.0)
+        matrix = second_moment_matrix(table, 3)
+        n, sums = matrix[0, 0], matrix[0, 1:]
+        assert n == 20.0 and np.all((sums >= 0) & (sums <= n))
+        centred = matrix[1:, 1:] - np.outer(sums, sums) / n
+        assert np.linalg.eigvalsh(centred).min() >= 2.0 - 1e-9
+    one = project_second_moments(np.array([-3.0, 5.0, 1.0]), 1, floor=0.5)
+    assert one[0] == 1.0 and one[2] - one[1] ** 2 / one[0] >= 0.5 - 1e-12  # Σu² ≥ (Σu)²/n
+
+
+def test_poisson_projection_keeps_counts_and_sums_feasible():
+    full = np.array([[-3.0, 2.0], [10.0, 12.0], [10.0, -1.0]])
+    np.testing.assert_allclose(
+        POISSON.project(full, poisson_link([0], n_groups=3).structure, 1.0),
+        [[0, 0], [10, 10], [10, 0]],
+    )
+
+
+# --- noise-aware pieces ----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "scale",
+    [0.01, 2.5, 60.0],  # Laplace window; Laplace window; Poisson window (narrower)
+)
+def test_poisson_window_marginal_equals_the_full_sum(scale):
+    released = np.array([37.3, 4.2, -3.0, 120.0])
+    mean = np.array([35.0, 6.0, 1.5, 60.0])
+    mean_var = pt.dvector("mean")
+    marginal = poisson_laplace_log_marginal(
+        pt.as_tensor(released), mean_var, pt.as_tensor(np.float64(scale)), None, None
+    )
+    k = np.arange(0, 4000)
+    full, derivative = [], []
+    for r, m in zip(released, mean, strict=True):
+        terms = stats.poisson(m).logpmf(k) + stats.laplace(k, scale).logpdf(r)
+        full.append(np.logaddexp.reduce(terms))
+        weights = np.exp(terms - full[-1])
+        derivative.append(np.sum(weights * (k / m - 1)))  # d/dμ log Σ_k Poisson(k; μ) L(k)
+    np.testing.assert_allclose(marginal.eval({mean_var: mean}), full, rtol=1e-10)
+    gradient = pt.grad(marginal.sum(), mean_var).eval({mean_var: mean})
+    np.testing.assert_allclose(gradient, derivative, rtol=1e-8, atol=1e-12)
+
+
+def test_poisson_window_marginal_respects_a_public_maximum():
+    released, scale, mean = np.array([9.6]), np.array(0.7), np.array([9.0])
+    capped = poisson_laplace_log_marginal(
+        pt.as_tensor(released), pt.as_tensor(mean), pt.as_tensor(scale), np.array([10.0]), 1
+    ).eval()
+    k = np.arange(0, 11)
+    expected = np.logaddexp.reduce(
+        stats.poisson(9.0).logpmf(k) + stats.laplace(k, 0.7).logpdf(9.6)
+    )
+    assert capped[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_gaussian_release_density_given_the_noise_variances_is_the_normal_convolution():
+    """Given V, the release is MvNormal(n·E t, n·Cov t + diag V) over the released
+    components (the scale mixture); checked against SciPy at a fixed V."""
+    m, s, n = 0.4, 0.15, 200.0
+    mean_t, cov_t = gaussian_second_moments(np.array([m]), np.array([[s**2]]), 1)
+    released = np.array([[82.0, 37.0]])
+    with pm.Model() as model:
+        loglik = gaussian_release_log_likelihood(
+            "x", mean_t, cov_t, pt.as_tensor(released), np.array([1, 2]), pt.as_tensor(0.5),
+            pt.as_tensor(np.array([n])),
+        )
+    variance = np.array([0.3, 1.1])
+    [graph] = model.replace_rvs_by_values([loglik])
+    value = model.compile_fn(graph, point_fn=False, inputs=model.value_vars)(np.log(variance))
+    mean = n * mean_t.eval()[1:]
+    cov = n * cov_t.eval()[1:, 1:] + np.diag(variance)
+    assert value == pytest.approx(stats.multivariate_normal(mean, cov).logpdf(released[0]))
+    assert [v.name for v in model.free_RVs] == ["x_noise_variance"]
+    prior = model["x_noise_variance"].owner.inputs[-1].eval()
+    assert float(np.ravel(prior)[0]) == pytest.approx(2 * 0.5**2)  # Laplace(b): V ~ Exp(2b²)
