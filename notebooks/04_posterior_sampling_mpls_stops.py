@@ -115,6 +115,7 @@ REPEATS = 10
 def estimate(mechanism, epsilon):
     if mechanism == "laplace":
         idata = pymc_dp.sample(300, tune=100, chains=1, model=plain, epsilon=epsilon,
+                               inference="plugin",  # Foulds et al.'s reading, as compared
                                progressbar=False, compute_convergence_checks=False)
     elif mechanism == "ops":
         idata = pymc_dp.sample(model=truncated, epsilon=epsilon, mechanism="ops",

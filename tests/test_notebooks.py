@@ -11,7 +11,8 @@ kernel ``python3`` = the Python that runs ``jupyter``; outputs and figures are w
 
 and commit both files. (``jupytext --sync notebooks/NAME.py`` instead of ``--to ipynb`` keeps
 the old outputs, for an edit that does not need a re-run, e.g. of a markdown cell.) The
-notebooks are not executed here: that takes minutes.
+notebooks are not executed here: that takes minutes; only :data:`EXECUTED_IN_CI` are (under a
+minute each).
 """
 
 from pathlib import Path
@@ -27,7 +28,10 @@ MIN_FIGURES = {
     "02_private_hmm_mpls_stops": 3,
     "03_posterior_sampling_theory": 4,
     "04_posterior_sampling_mpls_stops": 2,
+    "05_calibrated_posteriors": 3,
 }
+EXECUTED_IN_CI = ("05_calibrated_posteriors",)
+"""Notebooks that this suite also runs top to bottom (the others take minutes)."""
 
 
 def _cells(nb):
@@ -80,3 +84,19 @@ def test_committed_notebook_is_executed_with_figures_and_no_errors(stem):
     assert not errors, [f"{o.ename}: {o.evalue}" for o in errors]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= MIN_FIGURES[stem]
     assert "RESULTS_DISCUSSION" not in "".join(c.source for c in nb.cells)
+
+
+@pytest.mark.parametrize("stem", EXECUTED_IN_CI)
+def test_notebook_runs_top_to_bottom(stem):
+    """Run the paired script's cells in a fresh kernel, in ``notebooks/`` (its relative paths),
+    without writing the outputs back; any error fails the test."""
+    from nbclient import NotebookClient
+
+    nb = jupytext.read(NOTEBOOKS / f"{stem}.py")
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
+    client.execute()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    figures = sum("image/png" in o.get("data", {}) for c in code for o in c.outputs)
+    assert figures >= MIN_FIGURES[stem]
