@@ -225,6 +225,13 @@ def sample(
             f"inference must be one of {INFERENCES} with mechanism='laplace' (the tempered "
             f"mechanisms sample the posterior itself), got {inference!r} with {mechanism!r}"
         )
+    if noise_backend not in ("opendp", "numpy"):
+        raise ValueError(f"noise_backend must be 'opendp' or 'numpy', got {noise_backend!r}")
+    if noise_rng is not None and not isinstance(noise_rng, np.random.Generator):
+        raise TypeError(
+            f"noise_rng must be a numpy.random.Generator or None, got {type(noise_rng).__name__}"
+        )
+    _refuse_initial_values(model)
     validate_sample_kwargs(model, kwargs)
     public = validate_public(model, public)
     recognised = recognise(
@@ -235,6 +242,7 @@ def sample(
         data_bounds=data_bounds,
         disjoint=disjoint,
         clamp_to_bounds=clamp_to_bounds,
+        neighbouring=neighbouring,
     )
     check_route_options(model, kwargs, recognised, mechanism, step)
     run = route_for(recognised.kind, mechanism)
@@ -269,6 +277,18 @@ def sample(
             raise
         raise BudgetExceededError(_budget_message_with_step_releases(error, step_events)) from error
     return _run_ledger(run_ledger, spent_before, step_events).attach(idata)
+
+
+def _refuse_initial_values(model: pm.Model) -> None:
+    """Refuse ``initval=`` on model variables before anything is released: the routes rebuild
+    the model around the releases, which PyMC cannot do with non-default initial values."""
+    named = [rv.name for rv, value in model.rvs_to_initial_values.items() if value is not None]
+    if named:
+        raise ValueError(
+            f"{named} have initval=...; pymc_dp rebuilds the model around the released "
+            "statistics and cannot carry them. Drop initval and pass "
+            "initvals={name: value} to pymc_dp.sample. Nothing was released."
+        )
 
 
 def _step_events(step) -> tuple[PrivacyEvent, ...]:

@@ -83,6 +83,7 @@ def recognise(
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
     clamp_to_bounds: bool | Collection[str] = False,
+    neighbouring: str = "replace-one",
 ) -> Recognised:
     """Classify ``model``'s inputs, find the blocks ``mechanism`` handles, or refuse.
 
@@ -106,7 +107,7 @@ def recognise(
             "clamp_to_bounds is an option of the Laplace statistics (mechanism='laplace'); "
             "the posterior-sampling mechanisms refuse records outside data_bounds"
         )
-    inputs = classify_inputs(model, public)
+    inputs = classify_inputs(model, public, neighbouring)
     if kind == "hmm":
         if max_trials or data_bounds or disjoint:
             raise ValueError("a naive-Bayes HMM takes no max_trials, data_bounds or disjoint")

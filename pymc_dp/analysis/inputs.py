@@ -19,7 +19,8 @@ Where the line is (and why):
 * **design constant** (implicitly public) — a constant array that holds one number, repeated
   or not (``2.0``, ``np.ones(K)``, ``np.zeros(G)``); a literal shape given as a distribution's
   size; and an array of which only the shape is read (``x.shape``): one number cannot hold one
-  value per record, and n is public under replace-one. Shapes, sizes, dims and coords are
+  value per record, and n is public under replace-one (under add-remove-one n is private, so
+  an array read only for its shape is private there). Shapes, sizes, dims and coords are
   public: never build them from the records (a shape of ``(n_positive,)`` releases a count).
   A number computed from the records (an empirical prior mean, a data-derived σ) is a release
   pymc_dp cannot see: choose such numbers without the data, or release them with a mechanism.
@@ -164,8 +165,14 @@ def _same_array(a, b) -> bool:
     return a.size > 1 and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
-def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
+def classify_inputs(
+    model: pm.Model, public: Iterable[str] = (), neighbouring: str = "replace-one"
+) -> ModelInputs:
     """Classify every graph input of ``model`` (see the module docstring for the line).
+
+    Under ``neighbouring="add-remove-one"`` the number of records is private, so an array of
+    which only the shape is read is private too (its length may be the number of records);
+    under replace-one n is public and such an array is a design constant.
 
     Walks the graph of every free variable, observed variable, Deterministic and Potential
     (inner graphs included, stopping at other model variables), and the log-density of every
@@ -225,7 +232,11 @@ def classify_inputs(model: pm.Model, public: Iterable[str] = ()) -> ModelInputs:
             kind, label = DESIGN, f"the length of dimension {dim_lengths[source]!r}"
         elif not isinstance(source, Constant):
             kind, label = PRIVATE, f"a shared array of shape {shape}"
-        elif "size" in roles or roles <= {"shape"} or _one_number(value):
+        elif (
+            "size" in roles
+            or (roles <= {"shape"} and neighbouring == "replace-one")
+            or _one_number(value)
+        ):
             kind, label = DESIGN, f"a constant of shape {shape}"
         else:
             kind, label = PRIVATE, f"a constant array of shape {shape}"

@@ -177,7 +177,7 @@ class PrivateConjugateGibbs(BlockedStep):
                     "epsilon is required: PrivateConjugateGibbs releases the sufficient "
                     f"statistics of {[rv.name for rv in pending]} when it is constructed"
                 )
-            links = _links_of(model, pending, dict(max_trials or {}), public)
+            links = _links_of(model, pending, dict(max_trials or {}), public, neighbouring)
             self.releases += release_all(
                 links,
                 epsilon,
@@ -208,11 +208,15 @@ class PrivateConjugateGibbs(BlockedStep):
         return Competence.IDEAL if released_statistics_of(var) else Competence.INCOMPATIBLE
 
 
-def _links_of(model: pm.Model, rvs: Sequence, max_trials: dict, public: Sequence[str]):
+def _links_of(
+    model: pm.Model, rvs: Sequence, max_trials: dict, public: Sequence[str], neighbouring: str
+):
     reject_imputation(model)
     # the one classification of pymc_dp.analysis: nothing but a likelihood reads private data
     refuse_private_reads(
-        model, classify_inputs(model, public), {rv.name for rv in model.observed_RVs}
+        model,
+        classify_inputs(model, public, neighbouring),
+        {rv.name for rv in model.observed_RVs},
     )
     links = []
     for rv in rvs:

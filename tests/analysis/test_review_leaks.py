@@ -144,3 +144,41 @@ def test_public_arrays_still_work_everywhere():
         pm.Normal("v", 0.0, 1.0, shape=(2, 3))
     idata = pymc_dp.sample(5, epsilon=1.0, model=model, public=["prior_means"], **QUIET)
     assert idata["posterior"]["w_plus"].shape[-1] == 4
+
+
+# --- second review (bounded families, noise-aware inference) ---------------------------------
+
+
+def test_shape_of_the_records_is_private_under_add_remove_one():
+    # n is public under replace-one (a shape-only read is a design constant) but private under
+    # add-remove-one: a Deterministic of the records' length would put the exact n in the trace.
+    y = np.random.default_rng(1).normal(0.0, 1.0, 23)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0, 5)
+        sigma = pm.HalfNormal("sigma", 2)
+        pm.Normal("y", mu=mu, sigma=sigma, observed=y)
+        pm.Deterministic("n_exact", pt.as_tensor(y).shape[0])
+    ledger = PrivacyLedger()
+    with model, pytest.raises(NonPrivateModelError, match="n_exact"):
+        pymc_dp.sample(
+            10,
+            epsilon=1.0,
+            ledger=ledger,
+            neighbouring="add-remove-one",
+            data_bounds={"y": (-5, 5)},
+            **QUIET,
+        )
+    assert len(ledger) == 0
+
+
+def test_options_that_would_fail_after_the_release_are_refused_first():
+    model, _ = _base()
+    ledger = PrivacyLedger()
+    with model, pytest.raises(TypeError, match="noise_rng"):
+        pymc_dp.sample(10, epsilon=1.0, ledger=ledger, noise_backend="numpy", noise_rng=1, **QUIET)
+    with pm.Model() as initialised:
+        p = pm.Beta("p", 1.0, 1.0, initval=0.3)
+        pm.Bernoulli("y", p=p, observed=OUTCOME)
+    with initialised, pytest.raises(ValueError, match="initval"):
+        pymc_dp.sample(10, epsilon=1.0, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
