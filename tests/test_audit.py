@@ -438,3 +438,82 @@ def test_negative_control_full_vector_with_one_component_sensitivity_is_caught()
     event = _optimal_event(full_0, full_1)
     bound = epsilon_lower_bound(broken(full_0), broken(full_1), event, vectorized=True)
     assert bound > 1.5 * EPSILON
+
+
+# --- bounded families: the Normal's (Σu, Σu²) release, Δ = 2 under replace-one ---------------
+
+
+def _normal_link():
+    import pymc as pm
+
+    from pymc_dp.analysis import recognise
+
+    values = np.linspace(0.2, 0.8, 9)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.5, 1.0)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", mu=mu, sigma=sigma, observed=values)
+    link = recognise(model, "laplace", data_bounds={"y": (0.0, 1.0)}).blocks["y"]
+    # Worst case: one record at the lower bound (u = 0) or the upper bound (u = 1); Σu and
+    # Σu² both move by 1, the whole declared L1 sensitivity of 2, over m = 2 coordinates.
+    d0, d1 = np.append(values, 0.0), np.append(values, 1.0)
+    return link, d0, d1
+
+
+def _normal_release(link, sensitivity=None):
+    from pymc_dp.families.bounded import BoundedLink
+    from pymc_dp.mechanisms.statistics import release_bounded
+
+    family = link.structure.family
+
+    def mechanism(data, rng):
+        target = BoundedLink(link.structure, data)
+        if sensitivity is None:
+            out = release_bounded(target, EPSILON, ledger=PrivacyLedger(), backend="numpy", rng=rng)
+            assert out.event.sensitivity == 2.0 and out.event.epsilon == EPSILON
+            return out.noisy[0]
+        # BROKEN on purpose: the statistic released with noise for Δ = ``sensitivity``.
+        exact = family.statistics(target)[
+            0, family.released_components(link.structure, "replace-one")
+        ]
+        return exact + rng.laplace(0.0, sensitivity / EPSILON, size=exact.shape)
+
+    return mechanism
+
+
+def _normal_event(d0):
+    exact = np.array([d0.sum(), (d0**2).sum()])  # bounds (0, 1): u = y
+    return lambda noisy: bool(np.all(noisy <= exact))  # D0 is lower in both coordinates
+
+
+def test_end_to_end_audit_bounded_normal_release():
+    link, d0, d1 = _normal_link()
+    datasets = {0: d0, 1: d1}
+    result = audit_mechanism(
+        lambda d, rng: _normal_release(link)(datasets[d], rng),
+        0,
+        1,
+        _normal_event(d0),
+        15_000,
+        np.random.default_rng(2026),
+        ALPHA,
+    )
+    assert 0.75 * EPSILON < result.epsilon_lower_bound <= EPSILON  # predicted 0.91 (m = 2)
+    assert result.frequency_0 == pytest.approx(0.25, abs=0.02)
+    assert result.frequency_1 == pytest.approx(0.25 * math.exp(-EPSILON), abs=0.02)
+
+
+def test_negative_control_bounded_normal_with_sensitivity_one_is_caught():
+    """(Σu, Σu²) moves by 2 in L1 when one record goes from a to b; Δ = 1 is 2ε-DP."""
+    link, d0, d1 = _normal_link()
+    datasets = {0: d0, 1: d1}
+    result = audit_mechanism(
+        lambda d, rng: _normal_release(link, sensitivity=1.0)(datasets[d], rng),
+        0,
+        1,
+        _normal_event(d0),
+        15_000,
+        np.random.default_rng(2027),
+        ALPHA,
+    )
+    assert result.epsilon_lower_bound > EPSILON  # predicted ≈ 1.8
