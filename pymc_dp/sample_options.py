@@ -22,6 +22,7 @@ from pymc.sampling.mcmc import STEP_METHODS
 from pymc.step_methods.compound import Competence
 from pymc.vartypes import discrete_types
 
+from pymc_dp.analysis.graph import rv_shape
 from pymc_dp.families.base import ConjugateLink
 
 __all__ = ["ROUTE_OPTIONS", "check_route_options", "is_integer", "validate_sample_kwargs"]
@@ -229,6 +230,21 @@ def _validate_initvals(model: pm.Model, initvals) -> None:
         if unknown:
             raise ValueError(
                 f"initvals names no free variable of the model: {unknown}. Nothing was released."
+            )
+        _check_initval_shapes(model, point)
+
+
+def _check_initval_shapes(model: pm.Model, point: Mapping) -> None:
+    """Refuse an initial value that cannot take its variable's shape (pm.sample would fail
+    after the release)."""
+    shapes = {rv.name: rv_shape(model, rv) for rv in model.free_RVs}
+    shapes |= {name: np.shape(value) for name, value in model.initial_point().items()}
+    for key, value in point.items():
+        name = key if isinstance(key, str) else key.name
+        if np.shape(value) != tuple(shapes[name]):  # pm.sample neither broadcasts nor reshapes
+            raise ValueError(
+                f"initvals[{name!r}] has shape {np.shape(value)}; {name} has shape "
+                f"{tuple(shapes[name])}. Nothing was released."
             )
 
 

@@ -182,3 +182,18 @@ def test_options_that_would_fail_after_the_release_are_refused_first():
     with initialised, pytest.raises(ValueError, match="initval"):
         pymc_dp.sample(10, epsilon=1.0, ledger=ledger, **QUIET)
     assert len(ledger) == 0
+
+
+def test_initvals_of_the_wrong_shape_are_refused_before_the_release():
+    model, _ = _base()
+    ledger = PrivacyLedger()
+    with model, pytest.raises(ValueError, match=r"initvals\['rate'\] has shape \(2,\)"):
+        pymc_dp.sample(
+            10, epsilon=1.0, ledger=ledger, initvals={"rate": np.array([0.2, 0.3])}, **QUIET
+        )
+    assert len(ledger) == 0
+    with model, pytest.raises(ValueError, match=r"initvals\['rate'\] has shape \(\)"):
+        pymc_dp.sample(10, epsilon=1.0, ledger=ledger, initvals={"rate": 0.5}, **QUIET)
+    assert len(ledger) == 0
+    with model:  # the variable's own shape is accepted
+        pymc_dp.sample(5, epsilon=1.0, initvals={"rate": np.full(3, 0.5)}, **QUIET)
