@@ -15,6 +15,8 @@ from pymc_dp.errors import (
     InvalidPrivateDataError,
     NonPrivateModelError,
     PrivacyError,
+    SessionCorruptedError,
+    SessionMismatchError,
 )
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
@@ -26,6 +28,7 @@ from pymc_dp.mechanisms.statistics import (
 )
 from pymc_dp.predictive import sample_posterior_predictive
 from pymc_dp.sampling import private_trace, sample
+from pymc_dp.session import PrivacySession
 from pymc_dp.steps import (
     NaiveBayesHMMGibbs,
     PrivateConjugateGibbs,
@@ -49,9 +52,12 @@ __all__ = [
     "PrivacyError",
     "PrivacyEvent",
     "PrivacyLedger",
+    "PrivacySession",
     "PrivateConjugateGibbs",
     "PrivateMetropolis",
     "ReleasedStatistics",
+    "SessionCorruptedError",
+    "SessionMismatchError",
     "TemperedConjugateGibbs",
     "__version__",
     "analyse_model",

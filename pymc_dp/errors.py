@@ -11,6 +11,8 @@ __all__ = [
     "InvalidPrivateDataError",
     "NonPrivateModelError",
     "PrivacyError",
+    "SessionCorruptedError",
+    "SessionMismatchError",
 ]
 
 
@@ -37,3 +39,14 @@ class NonPrivateModelError(PrivacyError):
 
     pymc_dp refuses such models instead of falling back to a non-private sampler.
     """
+
+
+class SessionCorruptedError(PrivacyError):
+    """A session file fails verification: a line was edited, deleted, inserted, reordered or
+    cut, or the file is not a session file. Its spend cannot be trusted, so nothing is
+    charged or released until the file is restored."""
+
+
+class SessionMismatchError(PrivacyError, ValueError):
+    """A session file was opened for another dataset or with another budget than it was
+    created with. A session is never re-budgeted: start a new file for a new budget."""

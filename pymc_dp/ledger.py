@@ -13,15 +13,18 @@ al. 2013): the group costs the largest (ε, δ) among them.
 
 The ledger is stored inside the ``xarray.DataTree`` returned by :func:`pymc_dp.sample`
 (group ``privacy_ledger`` and root attribute ``pymc_dp_ledger``) and survives a netCDF round
-trip.
+trip. A ledger that outlives the process is a :class:`pymc_dp.session.PrivacySession` (a
+subclass, persisted in an append-only file); a trace charged to one names it
+(:class:`SessionSpend`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -38,6 +41,7 @@ __all__ = [
     "Neighbouring",
     "PrivacyEvent",
     "PrivacyLedger",
+    "SessionSpend",
     "compose",
     "split_epsilon",
     "validate_epsilon",
@@ -205,6 +209,42 @@ class PrivacyEvent:
         return cls(**{**record, "variables": tuple(record["variables"])})
 
 
+@dataclass(frozen=True)
+class SessionSpend:
+    """The persisted session a run was charged to, and its cumulative spend after the run.
+
+    Stored with the run's ledger in the trace (:attr:`PrivacyLedger.session`), so a reader
+    of the trace sees both what this run cost (the ledger's events) and what the data holder
+    had spent on the dataset in total when the run ended.
+
+    Attributes
+    ----------
+    path : str
+        Absolute path of the session file (:class:`pymc_dp.session.PrivacySession`).
+    dataset_id : str
+        The dataset the session's budget is for.
+    epsilon, delta : float
+        Cumulative (ε, δ) of every event in the file when the run ended, composed as the
+        ledger composes (this run's events included).
+    n_events : int
+        Number of events in the file when the run ended.
+    head : str
+        Hash (sha256, hex) of the file's last line when the run ended: the file still holds
+        this run's history if its hash chain passes through ``head``.
+    """
+
+    path: str
+    dataset_id: str
+    epsilon: float
+    delta: float
+    n_events: int
+    head: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-serialisable dict."""
+        return dataclasses.asdict(self)
+
+
 class PrivacyLedger:
     """The privacy events of one analysis, with composition and an optional budget.
 
@@ -224,6 +264,8 @@ class PrivacyLedger:
     """
 
     composition = "sequential; parallel within partitions"
+    session: SessionSpend | None = None
+    """The persisted session a trace's run was charged to (None for an in-memory ledger)."""
 
     def __init__(
         self,
@@ -286,32 +328,52 @@ class PrivacyLedger:
         costs = list(costs)
         self.check(math.fsum(c[0] for c in costs), math.fsum(c[1] for c in costs))
 
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[PrivacyLedger]:
+        """Hold the ledger for a run of checks and charges that must not interleave with others.
+
+        :func:`pymc_dp.sample` holds its ledger from the budget check to the last charge, so a
+        run that passes its check is charged in full. An in-memory ledger belongs to one
+        process, so this holds nothing; :class:`pymc_dp.session.PrivacySession` takes its
+        file lock.
+        """
+        yield self
+
     # --- serialisation -------------------------------------------------------------------
     def to_json(self) -> str:
-        """The ledger (events, totals, budget, composition) as a JSON string."""
-        return json.dumps(
-            {
-                "schema_version": _SCHEMA_VERSION,
-                "composition": self.composition,
-                "epsilon": self.epsilon,
-                "delta": self.delta,
-                "budget": list(self.budget) if self.budget is not None else None,
-                "events": [e.to_dict() for e in self._events],
-            }
-        )
+        """The ledger (events, totals, budget, composition; session, if any) as a JSON string."""
+        record = {
+            "schema_version": _SCHEMA_VERSION,
+            "composition": self.composition,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "budget": list(self.budget) if self.budget is not None else None,
+            "events": [e.to_dict() for e in self._events],
+        }
+        if self.session is not None:
+            record["session"] = self.session.to_dict()
+        return json.dumps(record)
 
     @classmethod
     def from_json(cls, text: str) -> PrivacyLedger:
-        """Rebuild a ledger from :meth:`to_json` output."""
+        """Rebuild a ledger from :meth:`to_json` output (an in-memory :class:`PrivacyLedger`,
+        also when called on a subclass)."""
         record = json.loads(text)
         budget = tuple(record["budget"]) if record.get("budget") is not None else None
-        return cls(budget=budget, events=[PrivacyEvent.from_dict(e) for e in record["events"]])
+        ledger = PrivacyLedger(
+            budget=budget, events=[PrivacyEvent.from_dict(e) for e in record["events"]]
+        )
+        if record.get("session") is not None:
+            ledger.session = SessionSpend(**record["session"])
+        return ledger
 
     def to_dataset(self) -> xr.Dataset:
         """The events as an ``xarray.Dataset`` with one row per event (dimension ``event``).
 
         Totals, composition and budget are attributes; the JSON form is in attribute
-        ``ledger_json`` so that nested metadata survives netCDF.
+        ``ledger_json`` so that nested metadata survives netCDF. A ledger charged to a
+        session also has ``session_path``, ``session_dataset_id``, ``session_epsilon``,
+        ``session_delta``, ``session_events`` and ``session_head`` (:class:`SessionSpend`).
         """
         columns = [f.name for f in dataclasses.fields(PrivacyEvent)]
         data_vars = {}
@@ -339,6 +401,15 @@ class PrivacyLedger:
             "guaranteed": int(self.guaranteed),
             "ledger_json": self.to_json(),
         }
+        if self.session is not None:
+            attrs.update(
+                session_path=self.session.path,
+                session_dataset_id=self.session.dataset_id,
+                session_epsilon=self.session.epsilon,
+                session_delta=self.session.delta,
+                session_events=self.session.n_events,
+                session_head=self.session.head,
+            )
         return xr.Dataset(data_vars, coords={"event": np.arange(len(self._events))}, attrs=attrs)
 
     @classmethod
@@ -368,8 +439,10 @@ class PrivacyLedger:
         return idata
 
     def copy(self) -> PrivacyLedger:
-        """A new ledger with the same budget and events."""
-        return PrivacyLedger(budget=self.budget, events=self._events)
+        """A new in-memory ledger with the same budget, events and session record."""
+        ledger = PrivacyLedger(budget=self.budget, events=self._events)
+        ledger.session = self.session
+        return ledger
 
     def __len__(self) -> int:
         return len(self._events)

@@ -4,7 +4,10 @@ This module checks the options, asks the one recogniser (:func:`pymc_dp.analysis
 what the model is — refusing anything that reads private data outside a mechanism — looks the
 route up in the one table (:data:`pymc_dp.routes.ROUTES`), and attaches this run's ledger to
 the trace the route returns. The routes own the rest of the data path: check the budget,
-record the event, release, sample, strip.
+record the event, release, sample, strip. The route runs inside the ledger's
+:meth:`~pymc_dp.ledger.PrivacyLedger.hold`, which for a persisted
+:class:`~pymc_dp.session.PrivacySession` is its file lock: no other process charges the
+session between the route's budget check and its last charge.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.routes import MECHANISMS, RunRequest, route_for
 from pymc_dp.routes.laplace import private_trace, released_statistics_dataset
 from pymc_dp.sample_options import check_route_options, is_integer, validate_sample_kwargs
+from pymc_dp.session import PrivacySession
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.traces import RELEASED_GROUP, SAFE_GROUPS
 
@@ -48,6 +52,7 @@ def sample(
     release: str | None = None,
     budget: float | tuple[float, float] | None = None,
     ledger: PrivacyLedger | None = None,
+    session: PrivacySession | None = None,
     noise_backend: NoiseBackend = "opendp",
     noise_rng: np.random.Generator | None = None,
     max_trials: Mapping[str, int] | None = None,
@@ -117,11 +122,25 @@ def sample(
         The Laplace path releases statistics, so every draw is free and ``release`` must be
         None; the HMM's OPS supports "last" only.
     budget : float or (float, float), optional
-        (epsilon, delta) budget for a new ledger; exclusive with ``ledger``.
+        (epsilon, delta) budget for a new ledger; exclusive with ``ledger`` and ``session``.
     ledger : PrivacyLedger, optional
         Ledger to charge (e.g. shared across analyses of the same records). It is updated in
         place; the trace's ledger lists this run's events and the events of the releases made
         by ``step`` (each once, even when they were charged to this ledger before the call).
+        Exclusive with ``session`` and ``budget``.
+    session : PrivacySession, optional
+        Persisted budget of the dataset (:class:`~pymc_dp.session.PrivacySession`), shared by
+        every process that analyses it; exclusive with ``ledger`` and ``budget`` (the session
+        carries its own budget). The run holds the session's file lock for the whole route
+        (budget check, charges, releases and sampling: the posterior-sampling mechanisms
+        charge after their draws, before returning them), so another process's run on the
+        same session waits; the cost is checked against every event in the file, and each
+        event is written and fsynced before its noise is drawn or its draws are returned. If
+        the run would exceed the budget it raises ``BudgetExceededError`` and writes nothing.
+        The trace's ledger lists this run's events (as for ``ledger``) and
+        names the session and its cumulative spend after the run
+        (:attr:`PrivacyLedger.session`, attributes ``session_*`` of ``privacy_ledger``).
+        Passing the session as ``ledger=`` does the same.
     noise_backend : {"opendp", "numpy"}
         OpenDP (default, floating-point safe) or NumPy (tests only).
     noise_rng : numpy.random.Generator, optional
@@ -203,9 +222,12 @@ def sample(
     BudgetExceededError
         If the releases would exceed the budget (nothing is released by this call; a release
         that a provided ``step`` made when it was built has happened, and the message says so).
+    SessionCorruptedError
+        If the session's file fails verification (nothing is released).
     ValueError
         For invalid epsilon, delta, neighbouring, mechanism or options (including
-        ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables).
+        ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables), or more than one of
+        ``session``, ``ledger`` and ``budget``.
     """
     model = modelcontext(model)
     validate_delta(delta)
@@ -218,6 +240,17 @@ def sample(
         raise ValueError("pymc_dp.sample always returns a DataTree (it carries the ledger)")
     if ledger is not None and budget is not None:
         raise ValueError("give either a ledger (with its own budget) or a budget, not both")
+    if session is not None:
+        if not isinstance(session, PrivacySession):
+            raise TypeError(
+                f"session must be a pymc_dp.PrivacySession, got {type(session).__name__}"
+            )
+        if ledger is not None or budget is not None:
+            raise ValueError(
+                "give a session (it carries its own budget), a ledger or a budget, not several: "
+                "the session's file holds the dataset's budget and every spend. Nothing was "
+                "released."
+            )
     if assume_rejection_bound and (mechanism, release) != ("metropolis", "chain"):
         raise ValueError("assume_rejection_bound is for mechanism='metropolis', release='chain'")
     if inference is not None and (mechanism != "laplace" or inference not in INFERENCES):
@@ -246,8 +279,10 @@ def sample(
     )
     check_route_options(model, kwargs, recognised, mechanism, step)
     run = route_for(recognised.kind, mechanism)
-    run_ledger = ledger if ledger is not None else PrivacyLedger(budget=budget)
-    spent_before = len(run_ledger)
+    if session is not None:
+        run_ledger = session
+    else:
+        run_ledger = ledger if ledger is not None else PrivacyLedger(budget=budget)
     step_events = _step_events(step)
     request = RunRequest(
         model=model,
@@ -270,13 +305,19 @@ def sample(
         inference=inference,
         sample_kwargs=kwargs,
     )
-    try:
-        idata = run(request, recognised)
-    except BudgetExceededError as error:
-        if not step_events:
-            raise
-        raise BudgetExceededError(_budget_message_with_step_releases(error, step_events)) from error
-    return _run_ledger(run_ledger, spent_before, step_events).attach(idata)
+    # A session's hold is its file lock: no other process charges it between the route's
+    # budget check and its last charge, and len() counts only what was there before this run.
+    with run_ledger.hold():
+        spent_before = len(run_ledger)
+        try:
+            idata = run(request, recognised)
+        except BudgetExceededError as error:
+            if not step_events:
+                raise
+            message = _budget_message_with_step_releases(error, step_events)
+            raise BudgetExceededError(message) from error
+        trace_ledger = _run_ledger(run_ledger, spent_before, step_events)
+    return trace_ledger.attach(idata)
 
 
 def _refuse_initial_values(model: pm.Model) -> None:
@@ -308,11 +349,14 @@ def _run_ledger(
     run_ledger: PrivacyLedger, spent_before: int, step_events: tuple[PrivacyEvent, ...]
 ) -> PrivacyLedger:
     """The ledger of what the trace is built from: the provided steps' releases (made when the
-    steps were built, possibly before this call) and this call's new events, each once."""
+    steps were built, possibly before this call) and this call's new events, each once; and,
+    for a session, the session's name and cumulative spend after the run."""
     events = list(step_events)
     events += [e for e in run_ledger.events[spent_before:] if not any(e is s for s in events)]
     this_run = PrivacyLedger(events=events)  # a subset of what was charged: no budget check
     this_run.budget = run_ledger.budget
+    # only a session names one: a ledger rebuilt from an old trace keeps that trace's record
+    this_run.session = run_ledger.session if isinstance(run_ledger, PrivacySession) else None
     return this_run
 
 
