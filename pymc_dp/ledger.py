@@ -5,11 +5,15 @@ Each release of information derived from private data is a frozen :class:`Privac
 mechanisms never compute totals themselves). A :class:`PrivacyLedger` holds the events of one
 analysis, enforces an optional (epsilon, delta) budget, and composes them.
 
-Composition is *basic sequential composition* (Dwork & Roth 2014, Thm 3.16; Foulds et al.
-2016, Theorem 1): epsilons and deltas add. Every record may appear in every release, so this is
-the safe default. Events that declare the same ``partition`` touch disjoint sets of records
-and compose in parallel (McSherry 2009, PINQ Thm 4; Foulds et al. 2016, §4.1 citing Song et
-al. 2013): the group costs the largest (ε, δ) among them.
+:attr:`PrivacyLedger.epsilon` and :attr:`PrivacyLedger.delta` are *basic sequential
+composition* (Dwork & Roth 2014, Thm 3.16; Foulds et al. 2016, Theorem 1): epsilons and deltas
+add. Every record may appear in every release, so this is the safe default. Events that
+declare the same ``partition`` touch disjoint sets of records and compose in parallel
+(McSherry 2009, PINQ Thm 4; Foulds et al. 2016, §4.1 citing Song et al. 2013): the group
+costs the largest (ε, δ) among them. :meth:`PrivacyLedger.epsilon_at` gives the tightest
+valid total at a δ (advanced, PLD, RDP and bounded-range composition;
+:mod:`pymc_dp.accounting`, which owns every composition rule), and a budget with δ > 0 is
+checked against it.
 
 The ledger is stored inside the ``xarray.DataTree`` returned by :func:`pymc_dp.sample`
 (group ``privacy_ledger`` and root attribute ``pymc_dp_ledger``) and survives a netCDF round
@@ -32,6 +36,8 @@ from typing import Any, Literal
 import numpy as np
 import xarray as xr
 
+from pymc_dp.accounting import DEFAULT_DELTA, Composition, basic_composition
+from pymc_dp.accounting import epsilon_at as _epsilon_at
 from pymc_dp.errors import BudgetExceededError
 
 __all__ = [
@@ -169,6 +175,15 @@ class PrivacyEvent:
         records.
     time : str
         ISO 8601 UTC time at which the event was recorded (before the value was returned).
+    compositions : int
+        k >= 1: the event stands for k identical releases of one mechanism, composed
+        adaptively, each costing (epsilon/k, delta/k) — e.g. the k sweeps of a Gibbs chain at
+        one temperature, each sweep (epsilon/k)-DP; ``noise_scale`` and ``temperature`` are
+        those of each release. 1 (default, and for every event recorded before this field
+        existed) claims nothing finer than one (epsilon, delta)-DP release, which is always
+        valid. Tight accounting (:mod:`pymc_dp.accounting`) composes the k releases; basic
+        composition only reads the totals. Serialised only when k > 1, so an event with
+        k = 1 has the same JSON as before the field existed.
     """
 
     mechanism: str
@@ -188,6 +203,7 @@ class PrivacyEvent:
     unverified_assumption: str = ""
     clamping: str = ""
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+    compositions: int = 1
 
     def __post_init__(self) -> None:
         validate_epsilon(self.epsilon)
@@ -195,12 +211,21 @@ class PrivacyEvent:
         validate_neighbouring(self.neighbouring)
         if not math.isfinite(self.sensitivity) or self.sensitivity <= 0:
             raise ValueError(f"sensitivity must be finite and > 0, got {self.sensitivity!r}")
+        if (
+            isinstance(self.compositions, bool)
+            or not isinstance(self.compositions, int | np.integer)
+            or self.compositions < 1
+        ):
+            raise ValueError(f"compositions must be an integer >= 1, got {self.compositions!r}")
         object.__setattr__(self, "variables", tuple(self.variables))
+        object.__setattr__(self, "compositions", int(self.compositions))
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the event as a JSON-serialisable dict."""
+        """Return the event as a JSON-serialisable dict (``compositions`` only when > 1)."""
         record = dataclasses.asdict(self)
         record["variables"] = list(self.variables)
+        if record["compositions"] == 1:
+            del record["compositions"]
         return record
 
     @classmethod
@@ -256,14 +281,37 @@ class PrivacyLedger:
         event would exceed it.
     events : iterable of PrivacyEvent, optional
         Events already spent (e.g. from earlier analyses of the same records).
+    tight_budget : bool, default False
+        Check an (ε, δ) budget, δ > 0, against the tightest valid total (:meth:`epsilon_at`)
+        instead of basic composition. Only valid when the sequence of releases and their
+        privacy parameters is fixed in advance: a budget checked release by release, with
+        each ε chosen after seeing earlier results, is a *privacy filter*, for which basic
+        composition is valid but PLD and advanced composition are not in general (Rogers,
+        Roth, Ullman & Vadhan 2016, "Privacy Odometers and Filters"). Off by default, and
+        always off for a :class:`~pymc_dp.session.PrivacySession`, whose budget is spent over
+        days by analyses chosen as results come in.
 
     Notes
     -----
-    Totals use basic sequential composition (Foulds et al. 2016, Theorem 1): the epsilons add
-    and the deltas add. This holds whatever the overlap between the records of the releases.
+    :attr:`epsilon` and :attr:`delta` use basic sequential composition (Foulds et al. 2016,
+    Theorem 1): the epsilons add and the deltas add. This holds whatever the overlap between
+    the records of the releases. :meth:`epsilon_at` gives the tightest valid ε at a δ
+    (:mod:`pymc_dp.accounting`).
+
+    Budget. By default a charge fits if the basic totals stay within the budget, valid
+    whatever the order and choice of releases. With ``tight_budget=True`` and (ε, δ), δ > 0,
+    it fits if the basic totals stay within (ε, δ) *or* the tightest valid ε at
+    the budget's δ, :meth:`epsilon_at`, stays within ε: a long run of small Laplace or
+    exponential-mechanism releases then fits where their sum would not. The event being
+    charged is accounted tightly only if its mechanism is identified (:meth:`charge`); a
+    bare cost (:meth:`check`, :meth:`check_all`) is accounted by basic composition on top of
+    the tight total of the events already recorded. The tight figures assume the releases'
+    parameters are not chosen after seeing earlier outputs (see :mod:`pymc_dp.accounting`).
     """
 
     composition = "sequential; parallel within partitions"
+    tight_budget: bool = False
+    """Whether an (ε, δ) budget is checked against :meth:`epsilon_at` (see Parameters)."""
     session: SessionSpend | None = None
     """The persisted session a trace's run was charged to (None for an in-memory ledger)."""
 
@@ -271,8 +319,11 @@ class PrivacyLedger:
         self,
         budget: float | tuple[float, float] | None = None,
         events: Iterable[PrivacyEvent] = (),
+        *,
+        tight_budget: bool = False,
     ) -> None:
         self.budget = _parse_budget(budget)
+        self.tight_budget = bool(tight_budget)
         self._events: list[PrivacyEvent] = []
         for event in events:
             self.charge(event)
@@ -284,47 +335,121 @@ class PrivacyLedger:
 
     @property
     def epsilon(self) -> float:
-        """Total epsilon: sequential, and parallel within each declared partition."""
-        return _totals(self._events)[0]
+        """Total epsilon by basic composition: sequential, and parallel within each declared
+        partition (the tightest valid total at a δ: :meth:`epsilon_at`)."""
+        return basic_composition(self._events)[0]
 
     @property
     def delta(self) -> float:
         """Total delta: sequential, and parallel within each declared partition."""
-        return _totals(self._events)[1]
+        return basic_composition(self._events)[1]
 
     @property
     def guaranteed(self) -> bool:
         """False while any event holds only under an ``unverified_assumption``."""
         return not any(e.unverified_assumption for e in self._events)
 
+    @property
+    def reporting_delta(self) -> float:
+        """The δ at which the tight total is reported: the budget's δ, or
+        :data:`~pymc_dp.accounting.DEFAULT_DELTA` (1e-6) without a budget."""
+        return self.budget[1] if self.budget is not None else DEFAULT_DELTA
+
+    def epsilon_at(self, delta: float) -> Composition:
+        """The tightest valid total ε of the events at ``delta``, and how it was found.
+
+        The minimum over basic, advanced (Kairouz, Oh & Viswanath 2015), PLD and RDP
+        (dp-accounting, for Laplace events) and bounded-range (Dong, Durfee & Rogers 2020,
+        for exponential-mechanism events) composition, each applied only where it is valid;
+        partitions compose in parallel under every one. Never above :attr:`epsilon` (basic);
+        at ``delta`` = 0 it is basic composition. Events whose mechanism is not identified
+        are accounted by basic composition. See :mod:`pymc_dp.accounting`.
+
+        Parameters
+        ----------
+        delta : float
+            0 <= δ < 1.
+
+        Returns
+        -------
+        pymc_dp.accounting.Composition
+            Frozen: ``epsilon``, ``delta``, ``method`` and ``per_method`` (every
+            accounting's ε), ``basic_only`` (events accounted by basic composition only) and
+            the events' unverified assumptions (``guaranteed``).
+
+        Raises
+        ------
+        ValueError
+            If ``delta`` is not in [0, 1).
+
+        Examples
+        --------
+        >>> ledger = PrivacyLedger(events=laplace_events)  # doctest: +SKIP
+        >>> ledger.epsilon, ledger.epsilon_at(1e-6).epsilon  # 100 releases at ε = 1
+        (100.0, 71.546...)
+        """
+        return _epsilon_at(self._events, delta)
+
     def remaining(self) -> tuple[float, float]:
-        """(epsilon, delta) left in the budget; ``(inf, 1.0)`` when there is no budget."""
+        """(epsilon, delta) left in the budget; ``(inf, 1.0)`` when there is no budget.
+
+        With ``tight_budget`` and a budget (ε, δ), δ > 0, the epsilon left is ε minus the
+        tightest total at δ
+        (:meth:`epsilon_at`): a pure release of at most that much still fits. The delta left
+        is δ minus the events' summed deltas.
+        """
         if self.budget is None:
             return math.inf, 1.0
-        return self.budget[0] - self.epsilon, self.budget[1] - self.delta
+        budget_eps, budget_delta = self.budget
+        tight = self.tight_budget and budget_delta > 0
+        spent = self.epsilon_at(budget_delta).epsilon if tight else self.epsilon
+        return budget_eps - spent, budget_delta - self.delta
 
     def check(self, epsilon: float, delta: float = 0.0, partition: str = "") -> None:
         """Raise :class:`~pymc_dp.BudgetExceededError` if spending (epsilon, delta) — in
-        ``partition``, if given — would exceed the budget. Records nothing."""
-        if self.budget is None:
-            return
-        budget_eps, budget_delta = self.budget
-        new_eps, new_delta = _totals([*self._events, _Cost(epsilon, delta, partition)])
-        if new_eps > budget_eps * (1 + _TOLERANCE) or new_delta > budget_delta + _TOLERANCE:
-            raise BudgetExceededError(
-                f"release of (epsilon={epsilon:g}, delta={delta:g}) would bring the total to "
-                f"(epsilon={new_eps:g}, delta={new_delta:g}), over the budget "
-                f"(epsilon={budget_eps:g}, delta={budget_delta:g}); nothing was released"
-            )
+        ``partition``, if given — would exceed the budget. Records nothing.
+
+        The cost's mechanism is not known, so it is added by basic composition to the
+        tightest total of the recorded events (see the class notes).
+        """
+        self._check_event(_Cost(epsilon, delta, partition))
 
     def charge(self, event: PrivacyEvent) -> PrivacyEvent:
-        """Check the budget, then record ``event``. Call *before* the noisy value is returned."""
-        self.check(event.epsilon, event.delta, event.partition)
+        """Check the budget, then record ``event``. Call *before* the noisy value is returned.
+
+        The budget check accounts ``event`` by its mechanism (class notes).
+        """
+        self._check_event(event)
         self._events.append(event)
         return event
 
+    def _check_event(self, event: PrivacyEvent | _Cost) -> None:
+        """Raise if ``event`` (an event or a bare cost) would take the ledger over budget."""
+        if self.budget is None:
+            return
+        budget_eps, budget_delta = self.budget
+        events = (*self._events, event)
+        new_eps, new_delta = basic_composition(events)
+        if new_eps <= budget_eps * (1 + _TOLERANCE) and new_delta <= budget_delta + _TOLERANCE:
+            return
+        tight = ""
+        if self.tight_budget and budget_delta > 0:
+            composition = _epsilon_at(events, budget_delta)
+            if composition.epsilon <= budget_eps * (1 + _TOLERANCE):
+                return
+            tight = (
+                f" (tightest valid epsilon at delta={budget_delta:g}: "
+                f"{composition.epsilon:g}, by {composition.method} composition)"
+            )
+        raise BudgetExceededError(
+            f"release of (epsilon={event.epsilon:g}, delta={event.delta:g}) would bring the "
+            f"total to (epsilon={new_eps:g}, delta={new_delta:g}){tight}, over the budget "
+            f"(epsilon={budget_eps:g}, delta={budget_delta:g}); nothing was released"
+        )
+
     def check_all(self, costs: Iterable[tuple[float, float]]) -> None:
-        """Raise if the (epsilon, delta) costs *together* would exceed the budget."""
+        """Raise if the (epsilon, delta) costs *together* would exceed the budget (their sum,
+        added by basic composition, as :meth:`check`)."""
         costs = list(costs)
         self.check(math.fsum(c[0] for c in costs), math.fsum(c[1] for c in costs))
 
@@ -341,7 +466,12 @@ class PrivacyLedger:
 
     # --- serialisation -------------------------------------------------------------------
     def to_json(self) -> str:
-        """The ledger (events, totals, budget, composition; session, if any) as a JSON string."""
+        """The ledger (events, totals, budget, composition; session, if any) as a JSON string.
+
+        ``"epsilon"`` and ``"delta"`` are the basic totals; ``"tight"`` is
+        :meth:`epsilon_at` at :attr:`reporting_delta` (``Composition.to_dict``: infinite
+        figures as null).
+        """
         record = {
             "schema_version": _SCHEMA_VERSION,
             "composition": self.composition,
@@ -349,7 +479,10 @@ class PrivacyLedger:
             "delta": self.delta,
             "budget": list(self.budget) if self.budget is not None else None,
             "events": [e.to_dict() for e in self._events],
+            "tight": self.epsilon_at(self.reporting_delta).to_dict(),
         }
+        if self.tight_budget:
+            record["tight_budget"] = True
         if self.session is not None:
             record["session"] = self.session.to_dict()
         return json.dumps(record)
@@ -361,7 +494,9 @@ class PrivacyLedger:
         record = json.loads(text)
         budget = tuple(record["budget"]) if record.get("budget") is not None else None
         ledger = PrivacyLedger(
-            budget=budget, events=[PrivacyEvent.from_dict(e) for e in record["events"]]
+            budget=budget,
+            events=[PrivacyEvent.from_dict(e) for e in record["events"]],
+            tight_budget=bool(record.get("tight_budget", False)),
         )
         if record.get("session") is not None:
             ledger.session = SessionSpend(**record["session"])
@@ -371,9 +506,12 @@ class PrivacyLedger:
         """The events as an ``xarray.Dataset`` with one row per event (dimension ``event``).
 
         Totals, composition and budget are attributes; the JSON form is in attribute
-        ``ledger_json`` so that nested metadata survives netCDF. A ledger charged to a
-        session also has ``session_path``, ``session_dataset_id``, ``session_epsilon``,
-        ``session_delta``, ``session_events`` and ``session_head`` (:class:`SessionSpend`).
+        ``ledger_json`` so that nested metadata survives netCDF. ``total_epsilon`` and
+        ``total_delta`` are the basic totals; ``tight_epsilon`` (at ``tight_delta``, the
+        :attr:`reporting_delta`) and ``tight_method`` are :meth:`epsilon_at`'s. A ledger
+        charged to a session also has ``session_path``, ``session_dataset_id``,
+        ``session_epsilon``, ``session_delta``, ``session_events`` and ``session_head``
+        (:class:`SessionSpend`).
         """
         columns = [f.name for f in dataclasses.fields(PrivacyEvent)]
         data_vars = {}
@@ -385,6 +523,8 @@ class PrivacyLedger:
                 array = np.asarray([np.nan if v is None else v for v in values], np.float64)
             elif column == "assumes_convergence":
                 array = np.asarray(values, dtype=bool)
+            elif column == "compositions":
+                array = np.asarray(values, dtype=np.int64)
             else:
                 array = (
                     np.asarray(values, dtype=object).astype(str)
@@ -392,10 +532,14 @@ class PrivacyLedger:
                     else np.array([], dtype=str)
                 )
             data_vars[column] = ("event", array)
+        tight = self.epsilon_at(self.reporting_delta)
         attrs = {
             "composition": self.composition,
             "total_epsilon": self.epsilon,
             "total_delta": self.delta,
+            "tight_epsilon": tight.epsilon,
+            "tight_delta": tight.delta,
+            "tight_method": tight.method,
             "budget_epsilon": self.budget[0] if self.budget else np.nan,
             "budget_delta": self.budget[1] if self.budget else np.nan,
             "guaranteed": int(self.guaranteed),
@@ -440,7 +584,9 @@ class PrivacyLedger:
 
     def copy(self) -> PrivacyLedger:
         """A new in-memory ledger with the same budget, events and session record."""
-        ledger = PrivacyLedger(budget=self.budget, events=self._events)
+        ledger = PrivacyLedger(
+            budget=self.budget, events=self._events, tight_budget=self.tight_budget
+        )
         ledger.session = self.session
         return ledger
 
@@ -464,28 +610,13 @@ class _Cost:
 
 
 def compose(costs: Iterable[tuple[float, float, str]]) -> tuple[float, float]:
-    """Total (ε, δ) of ``(epsilon, delta, partition)`` costs, as the ledger composes events.
+    """Total (ε, δ) of ``(epsilon, delta, partition)`` costs, as the ledger's basic totals.
 
     Costs add (sequential composition); costs that name the same non-empty partition read
     disjoint records and contribute their largest ε and δ (parallel composition).
+    (:func:`pymc_dp.accounting.basic_composition`.)
     """
-    return _totals(_Cost(*cost) for cost in costs)
-
-
-def _totals(events: Iterable) -> tuple[float, float]:
-    """(ε, δ): events add; events sharing a partition contribute their largest ε and δ."""
-    sequential_eps, sequential_delta = [], []
-    parallel: dict[str, list] = {}
-    for event in events:
-        if event.partition:
-            parallel.setdefault(event.partition, []).append(event)
-        else:
-            sequential_eps.append(event.epsilon)
-            sequential_delta.append(event.delta)
-    for group in parallel.values():
-        sequential_eps.append(max(e.epsilon for e in group))
-        sequential_delta.append(max(e.delta for e in group))
-    return math.fsum(sequential_eps), math.fsum(sequential_delta)
+    return basic_composition(_Cost(*cost) for cost in costs)
 
 
 def _parse_budget(budget: float | tuple[float, float] | None) -> tuple[float, float] | None:
