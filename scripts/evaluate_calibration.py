@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from pymc_dp.calibration import CELLS_EPSILON, CELLS_N, FAMILIES_STUDIED, TARGET, coverage_table
+from pymc_dp.calibration.bounded import SAMPLERS
 from pymc_dp.calibration.plots import plot_calibration
 
 
@@ -32,6 +33,15 @@ def main() -> None:
     parser.add_argument("--n-datasets", type=int, default=500)
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--output-dir", type=Path, default=Path("docs/results"))
+    parser.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default=None,
+        help="NUTS of the bounded families (default: jax when installed, else pymc)",
+    )
+    parser.add_argument(
+        "--partial", action="store_true", help="write finished cells to partial.csv as they end"
+    )
     parser.add_argument("--from-csv", action="store_true", help="only redraw from the CSV")
     args = parser.parse_args()
     args.output_dir.mkdir(parents=True, exist_ok=True)
@@ -42,15 +52,24 @@ def main() -> None:
         start = time.perf_counter()
         parts = []
         for family in args.families:
-            part = coverage_table(
-                [family],
-                ns=args.ns,
-                epsilons=args.epsilons,
-                n_datasets=args.n_datasets,
-                seed=args.seed,
-            )
-            print(f"{family}: {time.perf_counter() - start:.0f} s", flush=True)
-            parts.append(part)
+            for n in args.ns:
+                for epsilon in args.epsilons:
+                    part = coverage_table(
+                        [family],
+                        ns=[n],
+                        epsilons=[epsilon],
+                        n_datasets=args.n_datasets,
+                        seed=args.seed,
+                        sampler=args.sampler,
+                    )
+                    cell = ", ".join(
+                        f"{r.parameter} {r.method} {r.coverage:.3f}" for r in part.itertuples()
+                    )
+                    elapsed = time.perf_counter() - start
+                    print(f"{family} n={n} ε={epsilon:g} ({elapsed:.0f} s): {cell}", flush=True)
+                    parts.append(part)
+                    if args.partial:  # keep every finished cell on disk
+                        pd.concat(parts).to_csv(args.output_dir / "partial.csv", index=False)
         table = pd.concat(parts, ignore_index=True)
         if csv.exists():  # keep the families not rerun
             old = pd.read_csv(csv)

@@ -89,7 +89,7 @@ from pymc_dp.hmm.gibbs import HMMData, ffbs, update_emission, update_transition
 
 __all__ = [
     "RATE_PRIOR_SHAPE",
-    "LatentCounts",
+    "EmissionLatentState",
     "ReleasedCounts",
     "draw_latent_counts",
     "initial_latent_state",
@@ -181,7 +181,7 @@ class ReleasedCounts:
 
 
 @dataclass(frozen=True)
-class LatentCounts:
+class EmissionLatentState:
     """The sampler's auxiliary variables (not model variables; not in any trace).
 
     Attributes
@@ -264,7 +264,7 @@ def initial_latent_state(
     released: ReleasedCounts,
     states: np.ndarray,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, LatentCounts]:
+) -> tuple[np.ndarray, EmissionLatentState]:
     """Start a chain: emissions near a pooled noise-corrected estimate, rates, latent counts.
 
     The start of an MCMC chain is free (any start leaves the target invariant); this one is
@@ -288,7 +288,7 @@ def initial_latent_state(
     Returns
     -------
     emission : ndarray, shape (K, D, J)
-    latent : LatentCounts
+    latent : EmissionLatentState
     """
     n_cells = data.n_regions * data.n_times
     clamped = released.clamped(n_cells)
@@ -316,7 +316,7 @@ def initial_latent_state(
     rates = np.maximum(_decreasing_root(clamped.sum(axis=1), shares, half, shrink), 0.1)
     theta = _entry_emission(data, released, emission)
     counts = draw_latent_counts(released, states, theta, rates, rng)
-    return emission, LatentCounts(rates, counts)
+    return emission, EmissionLatentState(rates, counts)
 
 
 def noise_aware_sweep(
@@ -325,11 +325,11 @@ def noise_aware_sweep(
     states: np.ndarray,
     emission: np.ndarray,
     transition: np.ndarray,
-    latent: LatentCounts,
+    latent: EmissionLatentState,
     rng: np.random.Generator,
     *,
     collapsed_states: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, LatentCounts]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, EmissionLatentState]:
     """One sweep of the partially collapsed Gibbs sampler (steps 1–6 of the module docstring).
 
     With ``collapsed_states``, step 1 also integrates out the latent counts of the positive
@@ -349,7 +349,7 @@ def noise_aware_sweep(
         The released counts indexed by :meth:`ReleasedCounts.from_data`.
     states, emission, transition
         The current (z, θ, A).
-    latent : LatentCounts
+    latent : EmissionLatentState
         The current (λ, c_P), from :func:`initial_latent_state` or the previous sweep.
     rng : numpy.random.Generator
 
@@ -423,4 +423,4 @@ def noise_aware_sweep(
     )
     # 6. transitions
     transition = update_transition(data, states, rng)
-    return states, emission, transition, LatentCounts(rates, counts)
+    return states, emission, transition, EmissionLatentState(rates, counts)
