@@ -596,7 +596,10 @@ def _kov_homogeneous(epsilon0: float, delta0: float, k: int, delta: float) -> fl
         return math.inf  # not even (kε₀, ·)-DP at this δ
 
     def fits(epsilon_g: float) -> bool:
-        return -math.expm1(log_keep + math.log1p(-_rr_delta(epsilon0, k, epsilon_g))) <= delta
+        slack = _rr_delta(epsilon0, k, epsilon_g)
+        if slack >= 1.0:  # rounding can push the bound to 1 (or just over): nothing fits
+            return False
+        return -math.expm1(log_keep + math.log1p(-slack)) <= delta
 
     if fits(0.0):
         return 0.0

@@ -457,3 +457,14 @@ def test_compositions_round_trip_and_single_releases_serialise_as_before():
     assert PrivacyLedger.from_json(ledger.to_json()).events == ledger.events
     assert ledger.to_dataset()["compositions"].values.tolist() == [12_000, 1]
     assert set(METHODS) >= set(ledger.epsilon_at(DELTA).per_method)
+
+
+def test_large_releases_compose_without_overflow_to_at_most_basic():
+    # For ε₀ ≥ 20 Theorem 3.3's δ rounds to 1 in floating point (it crashed log1p): the
+    # bisection then finds nothing below kε₀, the basic figure, which is valid.
+    from pymc_dp.accounting import _kov_homogeneous
+
+    for epsilon0, k in [(20.0, 3), (50.0, 1), (300.0, 10)]:
+        assert _kov_homogeneous(epsilon0, 0.0, k, 1e-6) == pytest.approx(k * epsilon0)
+    ledger = PrivacyLedger(events=[laplace(50.0)] * 3)
+    assert ledger.epsilon_at(1e-6).epsilon <= 150.0 + 1e-9
