@@ -15,6 +15,17 @@ refused here or by the default-deny classifier, :mod:`pymc_dp.analysis.inputs`):
   ``data_bounds={"y": (a, b), "X": (lo, hi)}`` with per-column or common covariate bounds,
   keyed by the container's name (for a constant matrix: ``"<y>_covariates"``).
 
+The records, the group labels and the covariates must be the arrays or ``pm.Data`` containers
+themselves, used as is: the statistics are computed from the container's values, so a cast,
+scaling, slice, power, join or any other transformation between the container and the
+likelihood would release statistics of other values than the likelihood reads (a posterior
+for a different model than the one written). Such a form is refused, naming what was found.
+The one wrapper let through is PyMC's own cast of the observed values to the likelihood's
+dtype, directly on the container, when it changes no value that passes validation (a
+widening cast; or float to integer counts of a Poisson, whose records are refused unless
+whole numbers). The rule is :func:`pymc_dp.analysis.graph.require_as_is`, shared with the
+conjugate recogniser.
+
 No parameter graph may read a record, a covariate or a group label (a σ computed from the
 data would put a statistic of the records into the private model). A handled likelihood
 claims its records, its group labels and its covariates
@@ -31,8 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
-from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.scalar.basic import Add
 from pytensor.tensor.blockwise import Blockwise
@@ -40,14 +50,15 @@ from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 
 from pymc_dp.analysis.graph import (
+    OBSERVED,
     distribution_name,
     is_data,
     likelihoods,
     record_values,
+    require_as_is,
     rv_shape,
     split_parameter,
     strip_expand_dims,
-    uncast,
     variable_value,
 )
 from pymc_dp.errors import NonPrivateModelError
@@ -184,19 +195,21 @@ def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
         raise NonPrivateModelError(
             f"{name}: its Poisson rate lam in lam[group] must be a vector (one rate per group)"
         )
+    sources = [require_as_is(values, name, OBSERVED)]
+    if index is not None:
+        sources.append(require_as_is(index, name, "group labels"))
     low, high = _bounds(data_bounds, name, name, "counts")
     if low < 0 or low != int(low) or high != int(high):
         raise ValueError(
             f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
             f"{data_bounds[name]!r}"
         )
-    data = record_values(values, name, "observed values").reshape(-1)
+    data = record_values(values, name, OBSERVED).reshape(-1)
     groups = None
     n_groups = 1
     if index is not None:
         groups = record_values(index, name, "group labels").reshape(-1)
         n_groups = _length(model, rate)
-    sources = [values] + ([index] if index is not None else [])
     _refuse_parameters_reading_records(name, {"rate": rate}, sources)
     structure = BoundedStructure(
         observed=name,
@@ -212,10 +225,11 @@ def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
 
 
 def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
+    container = require_as_is(values, name, OBSERVED)
     bounds = _bounds(data_bounds, name, name, "values")
-    data = record_values(values, name, "observed values").reshape(-1)
+    data = record_values(values, name, OBSERVED).reshape(-1)
     parameters = {"mu": mu, "sigma": sigma}
-    _refuse_parameters_reading_records(name, parameters, [values])
+    _refuse_parameters_reading_records(name, parameters, [container])
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["normal"],
@@ -227,8 +241,9 @@ def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
 
 
 def _regression(model, name, covariates, beta, alpha, sigma, values, data_bounds, clamp):
+    leaf = require_as_is(covariates, name, "covariates")  # the container itself
+    container = require_as_is(values, name, OBSERVED)
     x = record_values(covariates, name, "covariates")
-    leaf = _leaf(covariates)
     data_names = {v.name for v in model.data_vars}
     key = leaf.name if leaf.name in data_names else f"{name}_covariates"
     if x.ndim != 2:
@@ -243,7 +258,7 @@ def _regression(model, name, covariates, beta, alpha, sigma, values, data_bounds
         )
     bounds = _bounds(data_bounds, name, name, "values")
     covariate_bounds = _bounds(data_bounds, key, name, f"covariates {key!r}", width=p)
-    data = record_values(values, name, "observed values")
+    data = record_values(values, name, OBSERVED)
     if data.ndim != 1:
         raise NonPrivateModelError(
             f"{name}: a regression's observed values must be a vector (one per row of {key!r})"
@@ -251,7 +266,7 @@ def _regression(model, name, covariates, beta, alpha, sigma, values, data_bounds
     parameters = {"beta": beta, "sigma": sigma}
     if alpha is not None:
         parameters["alpha"] = alpha
-    _refuse_parameters_reading_records(name, parameters, [values, covariates])
+    _refuse_parameters_reading_records(name, parameters, [container, leaf])
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["linear-regression"],
@@ -323,15 +338,6 @@ def _is_column(variable: Variable) -> bool:
     )
 
 
-def _leaf(variable: Variable) -> Variable:
-    """The constant or data container under casts and dimension insertions."""
-    while True:
-        stripped = strip_expand_dims(uncast(variable))
-        if stripped is variable:
-            return variable
-        variable = stripped
-
-
 def _length(model: pm.Model, rate: Variable) -> int:
     """G: the length of a rate vector (static, the model's shapes, or evaluated)."""
     if rate.type.shape[0] is not None:
@@ -342,13 +348,11 @@ def _length(model: pm.Model, rate: Variable) -> int:
 
 
 def _refuse_parameters_reading_records(
-    name: str, parameters: Mapping[str, Variable], sources
+    name: str, parameters: Mapping[str, Variable], containers
 ) -> None:
-    """Refuse a parameter graph that reads the likelihood's records, covariates or labels."""
-    leaves = {_leaf(s) for s in sources}
-    leaves |= {
-        a for a in ancestors(list(sources)) if isinstance(a, Constant | SharedVariable)
-    } - _numbers(sources)
+    """Refuse a parameter graph that reads the likelihood's records, covariates or labels
+    (``containers``: the arrays themselves, :func:`~pymc_dp.analysis.graph.require_as_is`)."""
+    leaves = set(containers)
     for role, graph in parameters.items():
         read = [a for a in ancestors([graph]) if a in leaves]
         if read:
@@ -357,8 +361,3 @@ def _refuse_parameters_reading_records(
                 "covariates or group labels); a parameter computed from the data is a release "
                 "the mechanism cannot account for. Nothing was released."
             )
-
-
-def _numbers(sources) -> set:
-    """Single-number constants under the sources (cast targets, axes): not records."""
-    return {a for a in ancestors(list(sources)) if isinstance(a, Constant) and np.size(a.data) <= 1}

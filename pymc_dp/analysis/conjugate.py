@@ -11,6 +11,15 @@ Poisson, Normal (unknown mean and sd) and linear-regression likelihoods with dec
 ``data_bounds`` are found by :mod:`pymc_dp.analysis.bounded`; :func:`analyse_model` returns
 both kinds of link.
 
+The records, the group labels and per-record trials must be the arrays or ``pm.Data``
+containers themselves, used as is (:func:`pymc_dp.analysis.graph.require_as_is`, the rule the
+bounded recogniser applies too): the statistics are computed from the containers' values, so
+a cast (``p[pt.cast(g, "int8")]`` wraps label 200 to -56, which indexes from the end), a
+scaling or any other transformation would release the statistics of another model than the
+one written. The one wrapper let through is PyMC's own cast of the observed values to the
+likelihood's integer dtype (a widening cast, or float records, which validation refuses
+unless whole numbers in the domain).
+
 The privacy unit is one element of the observed vector (one row for a Multinomial), together
 with its group label and, for Binomial/Multinomial likelihoods with per-record trials, its
 number of trials.
@@ -32,12 +41,14 @@ from pymc_dp.analysis.bounded import (
 )
 from pymc_dp.analysis.graph import (
     CONJUGATE_LIKELIHOODS,
+    OBSERVED,
     check_conjugate_dependents,
     distribution_name,
     likelihoods,
     record_domain,
     record_values,
     reject_imputation,
+    require_as_is,
     rv_shape,
     split_parameter,
     variable_value,
@@ -80,7 +91,9 @@ def find_conjugate_link(
     Raises
     ------
     NonPrivateModelError
-        If the variable is not a supported likelihood with a Beta/Dirichlet parameter.
+        If the variable is not a supported likelihood with a Beta/Dirichlet parameter, or its
+        records, group labels or per-record trials are computed in the graph rather than read
+        as is (:func:`~pymc_dp.analysis.graph.require_as_is`).
     """
     name = observed_rv.name
     likelihood = distribution_name(observed_rv, _LIKELIHOODS)
@@ -93,6 +106,10 @@ def find_conjugate_link(
     params = observed_rv.owner.op.dist_params(observed_rv.owner)
     prob = params[-1]
     prior_rv, index = split_parameter(prob, model, name)
+    values = model.rvs_to_values[observed_rv]
+    require_as_is(values, name, OBSERVED)
+    if index is not None:
+        require_as_is(index, name, "group labels")
     prior = distribution_name(prior_rv, _PRIORS)
     if prior is None or prior_rv not in model.free_RVs:
         raise NonPrivateModelError(
@@ -114,7 +131,7 @@ def find_conjugate_link(
     n_groups = shape[0] if group_ndim else 1
     n_categories = shape[-1] if event_ndim else 2
     domain = record_domain(likelihood, params, n_categories, max_trials, model, name)
-    data = record_values(model.rvs_to_values[observed_rv], name, "observed values")
+    data = record_values(values, name, OBSERVED)
     if likelihood != "multinomial":
         data = data.reshape(-1)
     groups = None if index is None else record_values(index, name, "group labels").reshape(-1)

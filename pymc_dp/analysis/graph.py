@@ -2,8 +2,18 @@
 
 Pure inspection of a PyMC model's graph; nothing here reads more than it returns and nothing
 releases anything. :mod:`pymc_dp.analysis.inputs` classifies every array the model reads;
-:mod:`pymc_dp.analysis.conjugate` and :mod:`pymc_dp.analysis.tempered` find the blocks each
-mechanism handles with these helpers.
+:mod:`pymc_dp.analysis.conjugate`, :mod:`pymc_dp.analysis.bounded` and
+:mod:`pymc_dp.analysis.tempered` find the blocks each mechanism handles with these helpers.
+
+**Records are read as is** (:func:`require_as_is`, the one rule every recogniser applies,
+through :func:`record_values`): a likelihood's observed values, its group labels, its
+per-record trials and a regression's covariates must be the constant array or ``pm.Data``
+container itself. The statistics are computed from the container's values, so a cast (an
+``int8`` cast wraps 200 to -56), scaling, slice or any other transformation between the
+container and the likelihood would release statistics of other values than the likelihood
+reads: a posterior for a different model than the one written. The one wrapper let through
+is the cast PyMC itself puts on observed values, to the likelihood's dtype, directly on the
+container, when it changes no value that passes validation.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import ancestors
 from pytensor.scalar.basic import Cast
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
 from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
@@ -26,6 +37,7 @@ from pymc_dp.families.base import require_integers
 __all__ = [
     "CONJUGATE_LIKELIHOODS",
     "LIKELIHOODS",
+    "OBSERVED",
     "TRIALS_LIKELIHOODS",
     "check_conjugate_dependents",
     "distribution_name",
@@ -35,8 +47,10 @@ __all__ = [
     "record_domain",
     "record_values",
     "reject_imputation",
+    "require_as_is",
     "rv_shape",
     "split_parameter",
+    "strip_expand_dims",
     "variable_value",
 ]
 
@@ -54,6 +68,9 @@ CONJUGATE_LIKELIHOODS = ("bernoulli", "binomial", "categorical", "multinomial")
 """The likelihoods of the Laplace statistics (Beta/Dirichlet conjugate pairs)."""
 TRIALS_LIKELIHOODS = ("binomial", "multinomial")
 """Likelihoods whose first parameter is a number of trials."""
+OBSERVED = "observed values"
+"""What a likelihood's records are called in messages; the one role that may carry PyMC's
+cast (:func:`require_as_is`)."""
 
 
 def likelihoods(names) -> dict[str, type]:
@@ -72,14 +89,13 @@ def distribution_name(rv: Variable, table: Mapping[str, type]) -> str | None:
 
 
 def variable_value(variable: Variable) -> np.ndarray:
-    """Numeric value of a constant or shared (``pm.Data``) variable, *before* any cast.
+    """Numeric value of a data graph (constants and ``pm.Data`` only), as the model computes
+    it: a constant's or a container's value, else the graph evaluated, casts included.
 
-    PyMC casts a float ``pm.Data`` container to the likelihood's integer dtype inside the
-    graph (``Cast{int64}(y_data)``), which would turn a record of 0.5 into 0. Reading through
-    the cast returns the values the user gave, so validation can refuse them. (A plain NumPy
-    array is cast when the model is built; its original values are gone.)
+    Records are not read with this: :func:`record_values` reads them from their container,
+    used as is (a float container under PyMC's cast to integer counts is read before the
+    cast, so validation can refuse a record of 0.5 that the cast would make 0).
     """
-    variable = uncast(variable)
     if isinstance(variable, Constant):
         return np.asarray(variable.data)
     if isinstance(variable, SharedVariable):
@@ -97,42 +113,88 @@ def rv_shape(model: pm.Model, rv: Variable) -> tuple[int, ...]:
 
 
 def record_values(variable: Variable, name: str, what: str) -> np.ndarray:
-    """Values of records (observed values, group labels, per-record trials), read from the
-    constant or ``pm.Data`` that holds them, through casts and dimension insertions only.
-
-    A transformation of the records inside the graph (a cumulative sum, a comparison with a
-    median, ...) would change the sensitivity the mechanism is calibrated for.
+    """Values of records (observed values, group labels, per-record trials, covariates), read
+    from the constant or ``pm.Data`` container the likelihood reads as is
+    (:func:`require_as_is`; for ``what == OBSERVED``, also under PyMC's own cast).
 
     Raises
     ------
     NonPrivateModelError
-        If the records are computed in the graph. The message names the operation only.
+        If the records are computed in the graph (a cast, a scaling, a cumulative sum, a
+        comparison with a median, ...). The message names the operations only.
     """
-    leaf = variable
-    while True:
-        stripped = strip_expand_dims(uncast(leaf))
-        if stripped is leaf:
-            break
-        leaf = stripped
-    if not isinstance(leaf, Constant | SharedVariable):
-        raise NonPrivateModelError(
-            f"{name}: its {what} are computed in the model graph "
-            f"({type(leaf.owner.op).__name__}); a transformation of the records changes what "
-            "one record can move, so the mechanism's sensitivity would not hold. Compute them "
-            "before building the model and pass an array or pm.Data. Nothing was released."
+    return variable_value(require_as_is(variable, name, what))
+
+
+def require_as_is(variable: Variable, name: str, what: str) -> Variable:
+    """The constant or shared (``pm.Data``) array ``variable`` is, or a refusal.
+
+    For the observed values (``what == OBSERVED``), also the one cast PyMC puts on them (to
+    the likelihood's dtype, directly on the container) when it changes no value that passes
+    validation: a safe (widening) cast, or a float-to-integer cast (every integer-valued
+    likelihood refuses records that are not whole numbers in its declared domain). PyMC puts
+    no cast on group labels, per-record trials or covariates: there any cast was written in
+    the model. Anything else — a cast written in the model (PyMC then wraps it in casts of
+    its own: a chain), a scaling, slice, power, join or comparison — would make the
+    statistics (computed from the container's values) describe other values than the
+    likelihood reads; even a value-preserving one is refused (default deny).
+
+    Returns
+    -------
+    Variable
+        The container (a ``Constant`` or ``SharedVariable``).
+
+    Raises
+    ------
+    NonPrivateModelError
+        Naming the observed variable, the role and the operations found (never a value).
+    """
+    if isinstance(variable, Constant | SharedVariable):
+        return variable
+    if what == OBSERVED and _is_cast(variable):
+        inner = variable.owner.inputs[0]
+        source, target = np.dtype(inner.dtype), np.dtype(variable.dtype)
+        exact = np.can_cast(source, target, casting="safe") or (
+            source.kind == "f" and target.kind in "iu"
         )
-    return variable_value(leaf)
+        if isinstance(inner, Constant | SharedVariable) and exact:
+            return inner
+    raise NonPrivateModelError(
+        f"{name}: its {what} are computed in the model graph: the {what} of {name!r} must be "
+        f"an array or a pm.Data container used as is; found {_describe(variable)}. The "
+        f"statistics are computed from the container's values, so a cast, scaling, slice or "
+        f"other transformation would release statistics of other {what} than the likelihood "
+        "reads (a posterior for a different model). Compute them before building the model "
+        "and pass the result as an array or pm.Data. Nothing was released."
+    )
 
 
-def uncast(variable: Variable) -> Variable:
-    """``variable`` with any elementwise dtype casts on top of it removed."""
-    while (
-        variable.owner is not None
-        and isinstance(variable.owner.op, Elemwise)
-        and isinstance(variable.owner.op.scalar_op, Cast)
-    ):
-        variable = variable.owner.inputs[0]
-    return variable
+def _is_cast(variable: Variable) -> bool:
+    node = variable.owner
+    return (
+        node is not None and isinstance(node.op, Elemwise) and isinstance(node.op.scalar_op, Cast)
+    )
+
+
+def _describe(variable: Variable, depth: int = 4, top: bool = True) -> str:
+    """The operations of a graph, e.g. ``Cast{int64}(X)``: op and container names only.
+
+    Constants are shown as ``constant`` (a constant array may hold records), random variables
+    and other inputs by their names; below ``depth`` levels, ``...``.
+    """
+    if isinstance(variable, Constant):
+        return "constant"
+    if isinstance(variable, SharedVariable):
+        return variable.name or "shared array"
+    node = variable.owner
+    if node is None or (not top and isinstance(node.op, RandomVariable)):
+        return variable.name or "input"
+    op = node.op
+    label = str(op) if isinstance(op, Elemwise | DimShuffle) else type(op).__name__
+    if depth <= 1:
+        return f"{label}(...)"
+    inputs = ", ".join(_describe(strip_expand_dims(i), depth - 1, top=False) for i in node.inputs)
+    return f"{label}({inputs})"
 
 
 def is_data(variable: Variable, model: pm.Model) -> bool:
@@ -174,27 +236,32 @@ def split_parameter(param: Variable, model: pm.Model, observed: str):
 def record_domain(likelihood, params, n_categories, max_trials, model, name) -> RecordDomain:
     """Declared domain of one record: categories and, for Binomial/Multinomial, trials.
 
+    One number of trials (public, a design constant or a declared ``pm.Data``) is read as the
+    likelihood computes it. Per-record trials are records: they are read from their container,
+    used as is (:func:`require_as_is`; PyMC only inserts broadcast dimensions in front of it).
+
     Raises
     ------
     NonPrivateModelError
-        If the trials are random, or per-record (private) without a declared ``max_trials``.
+        If the trials are random, per-record (private) without a declared ``max_trials``, or
+        per-record and computed in the graph (a cast, a scaling, ...).
     InvalidPrivateDataError
         If public scalar trials exceed the declared ``max_trials``.
     """
-    if likelihood not in {"binomial", "multinomial"}:
+    if likelihood not in TRIALS_LIKELIHOODS:
         return RecordDomain(n_categories=n_categories)
     trials_var = params[0]
     if not is_data(trials_var, model):
         raise NonPrivateModelError(f"{name}: the number of trials must be data, not random")
     trials = variable_value(trials_var)
     if trials.size > 1:  # per-record trials are records
-        trials = record_values(trials_var, name, "per-record trials")
+        trials = record_values(strip_expand_dims(trials_var), name, "per-record trials")
     if trials.ndim == 0 or trials.size == 1:
         trials = int(require_integers(trials.reshape(()), name, "trials"))
         declared = trials if max_trials is None else int(max_trials)
         if trials > declared:
             raise InvalidPrivateDataError(
-                f"{name}: {trials} trials exceed the declared max_trials={declared}"
+                f"{name}: its number of trials exceeds the declared max_trials={declared}"
             )
         return RecordDomain(n_categories, max_trials=declared, trials=trials)
     if max_trials is None:

@@ -56,9 +56,9 @@ from pytensor.tensor.subtensor import AdvancedSubtensor
 from pymc_dp.analysis.graph import (
     TRIALS_LIKELIHOODS,
     distribution_name,
+    is_data,
     likelihoods,
     strip_expand_dims,
-    uncast,
     variable_value,
 )
 from pymc_dp.errors import NonPrivateModelError
@@ -143,7 +143,9 @@ def validate_public(model: pm.Model, public: Iterable[str]) -> frozenset[str]:
     declared_observed = sorted(
         v.name for v in model.data_vars if v.name in public and v in holding_records
     )
-    records = [variable_value(v) for v in observed_values]
+    records = [  # the arrays the observed values are read from (under PyMC's cast)
+        _value(a) for a in holding_records if isinstance(a, Constant | SharedVariable)
+    ]
     declared_observed += sorted(
         v.name
         for v in model.data_vars
@@ -292,7 +294,14 @@ def refuse_private_reads(
 
 def claimed_reads(model: pm.Model, rv: Variable) -> set[Variable]:
     """The graph inputs a mechanism releases for observed ``rv``: its records, the group
-    labels indexing its parameter, and its per-record trials (Binomial/Multinomial)."""
+    labels indexing its parameter, and its per-record trials (Binomial/Multinomial).
+
+    This only excuses the likelihood's own reads of them. Every recogniser reads each of them
+    from its container used as is (:func:`pymc_dp.analysis.graph.require_as_is`), and refuses
+    a computed form (a cast, a scaling, ...) naming it, before anything is released. The
+    trials are per-record when the number of trials the likelihood computes is an array (a
+    single number is a calibration parameter: it must be public or a design constant).
+    """
     sources = [model.rvs_to_values[rv]]
     params = rv.owner.op.dist_params(rv.owner)
     for param in params:
@@ -300,7 +309,7 @@ def claimed_reads(model: pm.Model, rv: Variable) -> set[Variable]:
         if param.owner is not None and isinstance(param.owner.op, AdvancedSubtensor):
             sources += param.owner.inputs[1:]
     has_trials = distribution_name(rv, likelihoods(TRIALS_LIKELIHOODS)) is not None
-    if has_trials and np.size(_value(uncast(params[0]))) > 1:
+    if has_trials and is_data(params[0], model) and _size(params[0]) > 1:
         sources.append(params[0])
     claimed = set(sources)
     claimed |= {a for a in ancestors(sources) if isinstance(a, Constant | SharedVariable)}
@@ -360,6 +369,13 @@ def _one_number(value) -> bool:
     """True when the array holds a single number (possibly repeated)."""
     flat = np.asarray(value).reshape(-1)
     return flat.size <= 1 or bool(np.all(flat == flat[0]))
+
+
+def _size(variable: Variable) -> int:
+    """Number of elements of a data graph: static when the graph fixes it, else evaluated."""
+    if all(s is not None for s in variable.type.shape):
+        return int(np.prod(variable.type.shape, dtype=np.int64))
+    return int(np.size(variable_value(variable)))
 
 
 def _value(variable: Variable):
