@@ -619,7 +619,7 @@ def _rr_delta(epsilon0: float, k: int, epsilon_g: float) -> float:
     if last < 0:
         return 0.0
     ell = np.arange(0, min(last, k) + 1, dtype=np.float64)
-    log_p, log_q = -math.log1p(math.exp(-epsilon0)), -math.log1p(math.exp(epsilon0))
+    log_p, log_q = -np.logaddexp(0.0, -epsilon0), -np.logaddexp(0.0, epsilon0)  # no overflow
     log_weight = (
         special.gammaln(k + 1.0)
         - special.gammaln(ell + 1.0)
@@ -678,7 +678,18 @@ def _dp_accounting():
 
 
 def _pld(slots: list[_Slot], delta: float, notes: list[str]) -> float:
-    """Compose the slots' PLDs (Laplace: exact; others: the (ε, δ) dominating pair)."""
+    """Compose the slots' PLDs (Laplace: exact; others: the (ε, δ) dominating pair).
+
+    ∞ (not applicable) when dp-accounting's arithmetic fails, e.g. overflows for per-release
+    ε in the hundreds: the other accountings, basic at least, still apply."""
+    try:
+        return _pld_figure(slots, delta, notes)
+    except (OverflowError, FloatingPointError, ValueError) as error:
+        notes.append(f"pld: not computed ({type(error).__name__} in dp-accounting)")
+        return math.inf
+
+
+def _pld_figure(slots: list[_Slot], delta: float, notes: list[str]) -> float:
     releases = sum(s.compositions for s in slots)
     if releases > _PLD_MAX_RELEASES:
         notes.append(f"pld: not computed for {releases} releases (more than 10^6)")
@@ -706,7 +717,15 @@ def _pld(slots: list[_Slot], delta: float, notes: list[str]) -> float:
 
 
 def _rdp(slots: list[_Slot], delta: float) -> float:
-    """dp-accounting's RDP accountant on ``LaplaceDpEvent(noise_multiplier)``."""
+    """dp-accounting's RDP accountant on ``LaplaceDpEvent(noise_multiplier)`` (∞ when its
+    arithmetic fails, as :func:`_pld`)."""
+    try:
+        return _rdp_figure(slots, delta)
+    except (OverflowError, FloatingPointError, ValueError):
+        return math.inf
+
+
+def _rdp_figure(slots: list[_Slot], delta: float) -> float:
     dp_accounting, _, _, rdp = _dp_accounting()
     accountant = rdp.RdpAccountant()
     for slot in _grouped(slots):
