@@ -16,11 +16,15 @@ Where the line is (and why):
   of a ``scan``, an ``OpFromGraph`` or a ``CustomDist``, or the log-density a ``CustomDist``'s
   ``logp`` builds). Such an array can hold one value per record; pymc_dp cannot tell a vector
   of prior means from a vector of covariates, so it asks you to say which.
-* **design constant** (implicitly public) — a constant array that holds one number, repeated
-  or not (``2.0``, ``np.ones(K)``, ``np.zeros(G)``); a literal shape given as a distribution's
-  size; and an array of which only the shape is read (``x.shape``): one number cannot hold one
-  value per record, and n is public under replace-one (under add-remove-one n is private, so
-  an array read only for its shape is private there). Shapes, sizes, dims and coords are
+* **design constant** (implicitly public) — a single number (``2.0``); a constant array that
+  holds one number repeated (``np.ones(K)``, ``np.zeros(G)``) given directly as a free
+  variable's distribution parameter and read by nothing else (a prior hyperparameter:
+  ``pm.Dirichlet("w", a=np.ones(K))``); a literal shape given as a distribution's size; and an
+  array of which only the shape is read (``x.shape``): n is public under replace-one (under
+  add-remove-one n is private, so an array read only for its shape is private there). A
+  repeated number anywhere else is private: records can all be equal (every label 0, every
+  outcome 1), and a Deterministic reading such labels would publish them; whether an array
+  is private never depends on its values. Shapes, sizes, dims and coords are
   public: never build them from the records (a shape of ``(n_positive,)`` releases a count).
   A number computed from the records (an empirical prior mean, a data-derived σ) is a release
   pymc_dp cannot see: choose such numbers without the data, or release them with a mechanism.
@@ -196,7 +200,10 @@ def classify_inputs(
         *model.value_vars,
     }
     observed = set(model.observed_RVs)
+    free = set(model.free_RVs)
+    hyperparameters: set[Variable] = set()
     uses: dict[Variable, set[str]] = {}
+    read_by: dict[Variable, set[Variable]] = {}
     readers: dict[str, set[Variable | str]] = {}
 
     for var in (*model.free_RVs, *model.observed_RVs, *model.deterministics, *model.potentials):
@@ -207,7 +214,9 @@ def classify_inputs(
             reads.add(value)
             uses.setdefault(value, set()).add("data")
         elif var in model.free_RVs:
-            roots += model.logp(vars=[var], jacobian=False, sum=False)
+            logp = model.logp(vars=[var], jacobian=False, sum=False)
+            roots += logp
+            hyperparameters |= _hyperparameters(var, logp, model_vars - {var})
         for source, role in _graph_inputs(roots, model_vars - {var}):
             if isinstance(source, str):
                 reads.add(source)
@@ -218,6 +227,7 @@ def classify_inputs(
             else:
                 reads.add(source)
                 uses.setdefault(source, set()).add(role)
+                read_by.setdefault(source, set()).add(var)
         readers[var.name] = reads
 
     inputs = ModelInputs(readers=readers)
@@ -237,7 +247,12 @@ def classify_inputs(
         elif (
             "size" in roles
             or (roles <= {"shape"} and neighbouring == "replace-one")
-            or _one_number(value)
+            or np.size(value) <= 1
+            or (
+                source in hyperparameters
+                and read_by.get(source, set()) <= free
+                and _one_number(value)
+            )
         ):
             kind, label = DESIGN, f"a constant of shape {shape}"
         else:
@@ -363,6 +378,20 @@ def _graph_inputs(roots: list[Variable], stop: set[Variable]):
                 for leaf in ancestors(node.op.inner_outputs)
                 if isinstance(leaf, Constant) and leaf not in inner
             )
+
+
+def _hyperparameters(rv: Variable, logp: list[Variable], stop: set[Variable]) -> set[Variable]:
+    """Constants free variable ``rv`` reads only as its prior's hyperparameters: given
+    directly (up to broadcasting dims) as a distribution parameter, or appearing only in its
+    log-density ``logp`` (where PyTensor folds such parameters into new constants), never
+    through an expression or an index of the variable's own graph."""
+    if rv.owner is None or not isinstance(rv.owner.op, RandomVariable):
+        return set()
+    params = (strip_expand_dims(p) for p in rv.owner.op.dist_params(rv.owner))
+    direct = {p for p in params if isinstance(p, Constant)}
+    in_graph = {c for c, _ in _graph_inputs([rv], stop) if isinstance(c, Constant)}
+    in_logp = {c for c, _ in _graph_inputs(logp, stop) if isinstance(c, Constant)}
+    return direct | (in_logp - in_graph)
 
 
 def _one_number(value) -> bool:

@@ -332,3 +332,39 @@ def test_hmm_variables_added_by_the_user_are_refused_not_dropped():
     with pytest.raises(ValueError, match=r"\['doubled'\] were added"):
         pymc_dp.sample(5, tune=5, epsilon=5.0, model=model, ledger=ledger, **QUIET)
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("repeated", [0, 1])
+def test_all_equal_labels_or_records_are_still_private(repeated):
+    """Whether an array is private never depends on its values: labels that are all 0 (or
+    records all 1) read by a Deterministic are refused like any others. (A repeated number was
+    a design constant anywhere, so these models were accepted and published the labels.)"""
+    labels = np.full(12, repeated)
+    records = np.full(12, repeated)
+    for extra in (
+        lambda rate: pm.Deterministic("d", rate[labels]),
+        lambda rate: pm.Deterministic("d", rate.sum() + pt.as_tensor(records).mean()),
+        lambda rate: pm.Potential("p", pt.as_tensor(records).sum() * rate.sum()),
+    ):
+        with pm.Model(coords={"group": list("abc")}) as model:
+            rate = pm.Beta("rate", 1.0, 1.0, dims="group")
+            pm.Bernoulli("y", p=rate[labels], observed=records)
+            extra(rate)
+        ledger = PrivacyLedger()
+        with pytest.raises(NonPrivateModelError, match=r"reads a constant array of shape \(12,\)"):
+            pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
+        assert len(ledger) == 0
+
+
+def test_repeated_number_hyperparameters_stay_design_constants_only_as_priors():
+    with pm.Model() as model:
+        weights = pm.Dirichlet("weights", a=np.ones(3))
+        pm.Normal("mu", mu=np.zeros(3), sigma=np.full(3, 2.0))
+        pm.Categorical("c", p=weights, observed=np.array([0, 1, 2, 2, 1, 0]))
+    inputs = classify_inputs(model)
+    assert not inputs.private_reads("weights") and not inputs.private_reads("mu")
+    with pm.Model() as model:
+        weights = pm.Dirichlet("weights", a=np.ones(3))
+        pm.Deterministic("shifted", weights + np.ones(3))  # not a prior: private
+        pm.Categorical("c", p=weights, observed=np.array([0, 1, 2, 2, 1, 0]))
+    assert classify_inputs(model).private_reads("shifted") == ["a constant array of shape (3,)"]
