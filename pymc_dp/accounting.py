@@ -38,7 +38,11 @@ Accountings
 ``pld``
     Privacy loss distributions (dp-accounting's ``dp_accounting.pld``): each Laplace event
     is the PLD of the Laplace mechanism with parameter ``noise_scale / sensitivity``
-    (``from_laplace_mechanism``, the PLD of ``dp_accounting.LaplaceDpEvent``); every other
+    (``from_laplace_mechanism``, the PLD of ``dp_accounting.LaplaceDpEvent``); each Gaussian
+    event the PLD of the Gaussian mechanism with standard deviation ``noise_scale /
+    sensitivity`` at sensitivity 1 (``from_gaussian_mechanism``, the PLD of
+    ``dp_accounting.GaussianDpEvent``: exact for the Gaussian shift, which dominates the
+    multivariate Gaussian mechanism of L2 sensitivity Δ₂); every other
     identified event is the pessimistic PLD of an arbitrary (ε, δ)-DP mechanism
     (``from_privacy_parameters``: the dominating pair of Kairouz et al.). The PLDs are
     composed by FFT; ε(δ) is read off the composed PLD. Every PLD is a *pessimistic*
@@ -49,9 +53,10 @@ Accountings
     grid points.
 ``rdp``
     Rényi DP (dp-accounting's ``dp_accounting.rdp.RdpAccountant`` with
-    ``LaplaceDpEvent(noise_multiplier = noise_scale / sensitivity)``, its default orders and
-    its RDP-to-DP conversion) for the Laplace events; every other event is added by basic
-    composition (below).
+    ``LaplaceDpEvent(noise_multiplier = noise_scale / sensitivity)`` and
+    ``GaussianDpEvent(noise_multiplier = noise_scale / sensitivity)``, its default orders and
+    its RDP-to-DP conversion) for the Laplace and Gaussian events; every other event is added
+    by basic composition (below).
 ``bounded-range``
     Dong, Durfee & Rogers (2020), "Optimal Differential Privacy Composition for Exponential
     Mechanisms", Proposition 4: an ε-bounded-range (ε-BR) mechanism has a privacy loss that
@@ -80,6 +85,13 @@ the route recorded more).
   up): Laplace noise of scale b on a statistic of L1 sensitivity Δ under the event's
   neighbouring relation. Its privacy loss is that of one Laplace shift of Δ/b (the
   multivariate case is dominated by it: dp-accounting's ``LaplaceDpEvent``).
+* ``"gaussian"`` with 0 < δ < 1, a finite ``noise_scale`` σ > 0 and no temperature, where
+  the Gaussian mechanism of noise multiplier σ/Δ₂ (Δ₂ = ``sensitivity``, L2) is
+  (ε/k, δ/k)-DP by the exact analytic Gaussian curve (Balle & Wang 2018, "Improving the
+  Gaussian Mechanism for Differential Privacy", Theorem 8:
+  δ(ε) = Φ(Δ₂/(2σ) − εσ/Δ₂) − e^ε Φ(−Δ₂/(2σ) − εσ/Δ₂)) and, when ``rho`` is recorded,
+  ρ/k ≥ Δ₂²/(2σ²): the recorded figures cover the noise actually drawn. Its privacy loss
+  is that of one Gaussian shift of Δ₂/σ (dp-accounting's ``GaussianDpEvent``).
 * ``"ops"`` and ``"gibbs-exponential"`` with δ = 0, no noise scale and a temperature T ≥ 1,
   where ε/k ≥ 2Δ/T (Δ = ``sensitivity``, the log-likelihood bound): posterior sampling at
   temperature T (:mod:`pymc_dp.mechanisms.exponential`). Every such release samples
@@ -132,6 +144,8 @@ partitions plus at most one event per partition, and each partition can be repla
 * all its events alike (same mechanism, per-release (ε, δ), k and noise): any one of them;
 * all single Laplace releases: the smallest noise multiplier b/Δ with the largest ε (Laplace
   shifts are ordered, a smaller b/Δ dominates: Dong, Roth & Su 2022, log-concave noise);
+* all single Gaussian releases: the smallest noise multiplier σ/Δ₂ with the largest (ε, δ)
+  (Gaussian shifts are ordered in the same way: μ-GDP with μ = Δ₂/σ, Dong, Roth & Su 2022);
 * any unidentified event: an unidentified (max ε, max δ) (basic composition);
 * otherwise a generic (max ε, max δ)-DP release (each event is (ε_i, δ_i)-DP) whose
   martingale terms (for bounded range) are the largest mean bound and the largest sum of
@@ -183,6 +197,7 @@ METHODS: tuple[str, ...] = ("basic", "advanced", "pld", "rdp", "bounded-range")
 """The accountings, in the order in which ties are broken."""
 
 LAPLACE_MECHANISMS = frozenset({"laplace"})
+GAUSSIAN_MECHANISMS = frozenset({"gaussian"})
 EXPONENTIAL_MECHANISMS = frozenset({"ops", "gibbs-exponential"})
 DP_MECHANISMS = frozenset({"metropolis", "gibbs_posterior"})
 
@@ -339,11 +354,11 @@ class _Slot:
     ``epsilon`` and ``delta`` are totals over ``compositions`` identical releases.
     """
 
-    kind: str  # "laplace" | "exponential" | "dp" | "unknown"
+    kind: str  # "laplace" | "gaussian" | "exponential" | "dp" | "unknown"
     epsilon: float
     delta: float
     compositions: int = 1
-    noise_multiplier: float | None = None  # laplace: b / Δ of one release
+    noise_multiplier: float | None = None  # laplace: b / Δ; gaussian: σ / Δ₂ of one release
     br_terms: tuple[float, float] | None = None  # (mean, Σ range²) if not the kind's own
 
     @property
@@ -460,6 +475,18 @@ def _classify(event) -> _Slot:
             if 1.0 / multiplier <= per_release * (1 + _CONSISTENCY):
                 return _Slot("laplace", epsilon, 0.0, k, multiplier)
         return unknown
+    if mechanism in GAUSSIAN_MECHANISMS:
+        rho = getattr(event, "rho", None)
+        if 0.0 < delta < 1.0 and scale is not None and temperature is None:
+            multiplier = scale / sensitivity
+            covered = _gaussian_delta(per_release, multiplier) <= (delta / k) * (1 + _CONSISTENCY)
+            rho_ok = rho is None or (
+                _positive(rho) is not None
+                and float(rho) / k >= 0.5 / multiplier**2 * (1 - _CONSISTENCY)
+            )
+            if covered and rho_ok:
+                return _Slot("gaussian", epsilon, delta, k, multiplier)
+        return unknown
     if mechanism in EXPONENTIAL_MECHANISMS:
         if delta == 0.0 and scale is None and _calibrated(per_release, sensitivity, temperature):
             return _Slot("exponential", epsilon, 0.0, k)
@@ -491,6 +518,8 @@ def _representative(group: list[_Slot]) -> _Slot:
         return _Slot("unknown", epsilon, delta)
     if kinds == {"laplace"} and all(s.compositions == 1 for s in group):
         return _Slot("laplace", epsilon, 0.0, 1, min(s.noise_multiplier for s in group))
+    if kinds == {"gaussian"} and all(s.compositions == 1 for s in group):
+        return _Slot("gaussian", epsilon, delta, 1, min(s.noise_multiplier for s in group))
     terms = [s.martingale_terms for s in group]
     return _Slot(
         "dp", epsilon, delta, 1, None, (max(t[0] for t in terms), max(t[1] for t in terms))
@@ -529,21 +558,21 @@ def _tight(
         if budget < 0:
             continue
         keep("advanced", advanced[-1])
-        laplace = [s for s in part if s.kind == "laplace"]
-        if laplace:
-            others = [s for s in part if s.kind != "laplace"]
+        noise = [s for s in part if s.kind in _NOISE_KINDS]
+        if noise:
+            others = [s for s in part if s.kind not in _NOISE_KINDS]
             remaining = budget - math.fsum(s.delta for s in others)
             others_eps = math.fsum(s.epsilon for s in others)
             keep(
                 "rdp",
-                _rdp(laplace, remaining) + others_eps + rest_eps if remaining > 0 else math.inf,
+                _rdp(noise, remaining) + others_eps + rest_eps if remaining > 0 else math.inf,
             )
         if bounded_range and pure:
             keep("bounded-range", _bounded_range(part, available) + rest_eps)
     # PLD (costly): without a split, and with the split best for advanced composition
     best = splits[advanced.index(min(advanced))]
     for part, rest in dict.fromkeys([(tuple(known), ()), (tuple(best[0]), tuple(best[1]))]):
-        if any(s.kind == "laplace" for s in part) or not _homogeneous(list(part)):
+        if any(s.kind in _NOISE_KINDS for s in part) or not _homogeneous(list(part)):
             budget = available - math.fsum(s.delta for s in rest)
             if budget >= 0:
                 value = _pld(list(part), budget, notes) + math.fsum(s.epsilon for s in rest)
@@ -704,6 +733,10 @@ def _pld_figure(slots: list[_Slot], delta: float, notes: list[str]) -> float:
             one = pld.from_laplace_mechanism(
                 slot.noise_multiplier, value_discretization_interval=interval
             )
+        elif slot.kind == "gaussian":
+            one = pld.from_gaussian_mechanism(
+                slot.noise_multiplier, sensitivity=1.0, value_discretization_interval=interval
+            )
         else:
             parameters = common.DifferentialPrivacyParameters(
                 slot.release_epsilon, slot.release_delta
@@ -717,8 +750,8 @@ def _pld_figure(slots: list[_Slot], delta: float, notes: list[str]) -> float:
 
 
 def _rdp(slots: list[_Slot], delta: float) -> float:
-    """dp-accounting's RDP accountant on ``LaplaceDpEvent(noise_multiplier)`` (∞ when its
-    arithmetic fails, as :func:`_pld`)."""
+    """dp-accounting's RDP accountant on ``LaplaceDpEvent(noise_multiplier)`` and
+    ``GaussianDpEvent(noise_multiplier)`` (∞ when its arithmetic fails, as :func:`_pld`)."""
     try:
         return _rdp_figure(slots, delta)
     except (OverflowError, FloatingPointError, ValueError):
@@ -729,14 +762,31 @@ def _rdp_figure(slots: list[_Slot], delta: float) -> float:
     dp_accounting, _, _, rdp = _dp_accounting()
     accountant = rdp.RdpAccountant()
     for slot in _grouped(slots):
-        accountant.compose(
-            dp_accounting.LaplaceDpEvent(noise_multiplier=slot.noise_multiplier),
-            slot.compositions,
+        event = (
+            dp_accounting.GaussianDpEvent(noise_multiplier=slot.noise_multiplier)
+            if slot.kind == "gaussian"
+            else dp_accounting.LaplaceDpEvent(noise_multiplier=slot.noise_multiplier)
         )
+        accountant.compose(event, slot.compositions)
     return float(accountant.get_epsilon(delta))
 
 
 # --- helpers ---------------------------------------------------------------------------------
+_NOISE_KINDS = frozenset({"laplace", "gaussian"})
+"""Slot kinds whose exact privacy loss dp-accounting knows (PLD and RDP)."""
+
+
+def _gaussian_delta(epsilon: float, multiplier: float) -> float:
+    """Exact δ(ε) of the Gaussian mechanism with σ/Δ₂ = ``multiplier`` (Balle & Wang 2018,
+    Thm 8): Φ(1/(2m) − εm) − e^ε Φ(−1/(2m) − εm), computed with log-CDFs (no overflow)."""
+    mu = 1.0 / multiplier
+    first = special.log_ndtr(mu / 2.0 - epsilon / mu)
+    second = epsilon + special.log_ndtr(-mu / 2.0 - epsilon / mu)
+    if second >= first:
+        return 0.0
+    return float(math.exp(first) * -math.expm1(second - first))
+
+
 def _grouped(slots: list[_Slot]) -> list[_Slot]:
     """Slots with the same release merged into one with the summed compositions (so that
     identical releases are composed by one ``self_compose``)."""

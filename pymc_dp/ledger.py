@@ -63,7 +63,7 @@ Neighbouring = Literal["replace-one", "add-remove-one"]
 NEIGHBOURING_RELATIONS: tuple[str, ...] = ("replace-one", "add-remove-one")
 _SCHEMA_VERSION = 1
 _FLOAT_COLUMNS = frozenset(
-    {"epsilon", "delta", "sensitivity", "noise_scale", "temperature", "worst_case_epsilon"}
+    {"epsilon", "delta", "sensitivity", "noise_scale", "temperature", "worst_case_epsilon", "rho"}
 )
 _TOLERANCE = 1e-12  # relative slack for floating-point sums of epsilons
 
@@ -132,7 +132,8 @@ class PrivacyEvent:
     epsilon, delta : float
         Privacy cost of this release (epsilon > 0, 0 <= delta < 1).
     sensitivity : float
-        Data-independent sensitivity used to calibrate the noise (L1 for Laplace).
+        Data-independent sensitivity used to calibrate the noise (L1 for Laplace, L2 for
+        Gaussian).
     neighbouring : {"replace-one", "add-remove-one"}
         Neighbouring relation under which the guarantee holds.
     variables : tuple of str
@@ -140,7 +141,8 @@ class PrivacyEvent:
     noise_backend : str
         Source of the noise: ``"opendp"`` (floating-point safe) or ``"numpy"``.
     noise_scale : float
-        Scale of the noise (Laplace b = sensitivity / epsilon); None when not applicable.
+        Scale of the noise (Laplace b = sensitivity / epsilon; Gaussian standard deviation σ);
+        None when not applicable.
     statistic : str
         What was released, in words.
     source : str
@@ -184,6 +186,11 @@ class PrivacyEvent:
         valid. Tight accounting (:mod:`pymc_dp.accounting`) composes the k releases; basic
         composition only reads the totals. Serialised only when k > 1, so an event with
         k = 1 has the same JSON as before the field existed.
+    rho : float or None
+        ρ of a release that is ρ-zero-concentrated DP (Bun & Steinke 2016, Def. 1.1): the
+        Gaussian mechanism, ρ = Δ₂²/(2σ²) per release (Prop. 1.6), whose (epsilon, delta) is
+        the conversion of ρ at delta (:mod:`pymc_dp.mechanisms.gaussian`). None for every
+        other mechanism, and then not serialised (the JSON of older events is unchanged).
     """
 
     mechanism: str
@@ -204,6 +211,7 @@ class PrivacyEvent:
     clamping: str = ""
     time: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     compositions: int = 1
+    rho: float | None = None
 
     def __post_init__(self) -> None:
         validate_epsilon(self.epsilon)
@@ -217,15 +225,23 @@ class PrivacyEvent:
             or self.compositions < 1
         ):
             raise ValueError(f"compositions must be an integer >= 1, got {self.compositions!r}")
+        if self.rho is not None:
+            rho = float(self.rho)
+            if isinstance(self.rho, bool) or not math.isfinite(rho) or rho <= 0:
+                raise ValueError(f"rho must be a finite number > 0 or None, got {self.rho!r}")
+            object.__setattr__(self, "rho", rho)
         object.__setattr__(self, "variables", tuple(self.variables))
         object.__setattr__(self, "compositions", int(self.compositions))
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the event as a JSON-serialisable dict (``compositions`` only when > 1)."""
+        """Return the event as a JSON-serialisable dict (``compositions`` only when > 1,
+        ``rho`` only when set)."""
         record = dataclasses.asdict(self)
         record["variables"] = list(self.variables)
         if record["compositions"] == 1:
             del record["compositions"]
+        if record["rho"] is None:
+            del record["rho"]
         return record
 
     @classmethod

@@ -24,9 +24,15 @@ from pymc_dp.analysis.inputs import validate_public
 from pymc_dp.errors import BudgetExceededError
 from pymc_dp.inference import INFERENCES
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_neighbouring
+from pymc_dp.mechanisms.exponential import ACCOUNTINGS
+from pymc_dp.mechanisms.gaussian import validate_gaussian_delta, validate_noise
 from pymc_dp.mechanisms.laplace import NoiseBackend
-from pymc_dp.routes import MECHANISMS, RunRequest, route_for
-from pymc_dp.routes.laplace import private_trace, released_statistics_dataset
+from pymc_dp.routes import MECHANISMS, route_for
+from pymc_dp.routes.base import RunRequest
+from pymc_dp.routes.laplace import (
+    private_trace,
+    released_statistics_dataset,
+)
 from pymc_dp.sample_options import check_route_options, is_integer, validate_sample_kwargs
 from pymc_dp.session import PrivacySession
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
@@ -49,6 +55,8 @@ def sample(
     delta: float = 0.0,
     neighbouring: str = "replace-one",
     mechanism: str = "laplace",
+    noise: str = "laplace",
+    accounting: str = "basic",
     release: str | None = None,
     budget: float | tuple[float, float] | None = None,
     ledger: PrivacyLedger | None = None,
@@ -73,7 +81,8 @@ def sample(
     conjugate likelihood (see :mod:`pymc_dp.analysis.conjugate`) or a Poisson, Normal (unknown
     mean and sd) or linear-regression likelihood with declared ``data_bounds``
     (:mod:`pymc_dp.analysis.bounded`); its sufficient statistics are released once with the
-    Laplace mechanism (Foulds et al. 2016, §3.2 eq. 16–17; Bernstein & Sheldon 2018, 2019).
+    Laplace mechanism (Foulds et al. 2016, §3.2 eq. 16–17; Bernstein & Sheldon 2018, 2019), or
+    with the Gaussian mechanism (``noise="gaussian"``).
     A conjugate parent is sampled by :class:`~pymc_dp.PrivateConjugateGibbs` (§4.2); the
     bounded likelihoods become potentials of the private model (plug-in or noise-aware,
     ``inference``) whose parameters PyMC's NUTS samples, as it samples every variable that
@@ -96,8 +105,9 @@ def sample(
         Total epsilon, split equally across the observed variables' releases, or
         ``{observed name: epsilon}`` (Laplace only). Not needed for releases made by ``step``.
     delta : float
-        Delta allotted to the run (0 <= delta < 1). Only ``"metropolis"`` with
-        ``release="chain"`` spends δ (its declared bound on rejections).
+        Delta allotted to the run (0 <= delta < 1). Spent by ``noise="gaussian"`` (required
+        there, 0 < δ < 1, split equally across the releases) and by ``"metropolis"`` with
+        ``release="chain"`` (its declared bound on rejections); ignored otherwise.
     neighbouring : {"replace-one", "add-remove-one"}
         "replace-one" (default; n public) or "add-remove-one" (Laplace only).
     mechanism : {"laplace", "ops", "gibbs-exponential", "metropolis"}
@@ -116,6 +126,33 @@ def sample(
         (Bernoulli/Binomial ← truncated Beta, Categorical/Multinomial ← TruncatedDirichlet,
         Poisson ← truncated Gamma, Normal with constant σ ← truncated Normal), see
         :mod:`pymc_dp.analysis.tempered`.
+    noise : {"laplace", "gaussian"}
+        Noise of the statistics route (``mechanism="laplace"`` only). ``"laplace"`` (default):
+        Laplace noise calibrated to the L1 sensitivity, (ε, 0)-DP. ``"gaussian"``: the
+        Gaussian mechanism through OpenDP (:mod:`pymc_dp.mechanisms.gaussian`), calibrated to
+        the L2 sensitivity of each release (the family's ``l2_sensitivity``): ρ-zCDP with
+        ρ = Δ₂²/(2σ²) (Bun & Steinke 2016, Prop. 1.6), σ the smallest scale whose conversion
+        is (ε, δ)-DP (Canonne, Kamath & Steinke 2020, Cor. 13, as OpenDP converts). Needs
+        ``delta`` > 0. Far less noisy than Laplace when one record moves many released
+        statistics at once (a regression's XᵀX with p covariates: L2 √D against L1 D, D =
+        (p + 2)(p + 3)/2; per-entry noise 2.7× smaller at p = 10, ε = 1, δ = 1e-6); noisier
+        for one or two statistics and for a single count table, where a record moves at most
+        two cells (docs/privacy.md, "The Gaussian mechanism"). Every family is supported in
+        both ``inference`` modes (noise-aware: the release given the statistics is exactly
+        Normal(T, σ²I), σ known, so no ``<y>_noise_variance`` is added). Each event
+        records mechanism ``"gaussian"``, (ε, δ), the L2 sensitivity, σ and ρ;
+        ``ledger.epsilon_at(delta)`` composes Gaussian events tightly (PLD/RDP). Not offered
+        for naive-Bayes HMMs (NotImplementedError).
+    accounting : {"basic", "tight"}
+        How ``mechanism="ops"`` and ``"gibbs-exponential"`` (ordinary and naive-Bayes HMM
+        models) calibrate their temperature. ``"basic"`` (default): the releases' ε add up to
+        ``epsilon``, pure ε-DP. ``"tight"`` (needs 0 < ``delta`` < 1): the lowest temperature
+        whose releases compose to ``epsilon`` at ``delta`` by the tightest valid accounting
+        (:meth:`PrivacyLedger.epsilon_at`: bounded-range composition of the exponential
+        mechanisms, Dong, Durfee & Rogers 2020), so the run is (ε, δ)-DP; its ledger's basic
+        total is above ε, and the ledger made for a ``budget`` is a tight-budget ledger
+        (``PrivacyLedger(tight_budget=True)``); a session always checks basic totals and
+        refuses such runs unless its budget covers them (docs/accounting.md).
     release : {"last", "chain"}, optional
         Which draws the tempered mechanisms release: the last draw of each chain (default for
         ``"ops"`` and ``"metropolis"``) or every draw (``"gibbs-exponential"`` always).
@@ -187,7 +224,7 @@ def sample(
         privacy noise (Bernstein & Sheldon 2018; Ju et al. 2022); for Poisson, Normal and
         regression likelihoods the private model gains latent variables named after the
         observed variable (``<y>_noise_variance``, ``<y>_n_records`` when n is private, a
-        regression's ``<y>_covariate_mean``/``_sd``/``_corr_chol``; see
+        regression's ``<y>_covariate_mean``/``_spread``/``_sd``/``_corr_chol``; see
         :mod:`pymc_dp.analysis.rewrite`). ``"plugin"``: the projected noisy statistics are used
         as if exact (Foulds et al. 2016, §4.2); intervals are too narrow at small n·ε.
         Default (None): the route's default, see
@@ -225,15 +262,34 @@ def sample(
     SessionCorruptedError
         If the session's file fails verification (nothing is released).
     ValueError
-        For invalid epsilon, delta, neighbouring, mechanism or options (including
-        ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables), or more than one of
-        ``session``, ``ledger`` and ``budget``.
+        For invalid epsilon, delta, neighbouring, mechanism, noise or options (including
+        ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables; ``noise="gaussian"``
+        with δ = 0 or another mechanism), or more than one of ``session``, ``ledger`` and
+        ``budget``.
+    NotImplementedError
+        For ``noise="gaussian"`` on a naive-Bayes HMM (before anything is released).
     """
     model = modelcontext(model)
     validate_delta(delta)
     validate_neighbouring(neighbouring)
     if mechanism not in MECHANISMS:
         raise ValueError(f"mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    validate_noise(noise)
+    if accounting not in ACCOUNTINGS:
+        raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got {accounting!r}")
+    if accounting == "tight" and mechanism not in ("ops", "gibbs-exponential"):
+        raise ValueError(
+            "accounting='tight' calibrates the temperature of mechanism='ops' or "
+            f"'gibbs-exponential', not mechanism={mechanism!r}. Nothing was released."
+        )
+    if noise == "gaussian":
+        if mechanism != "laplace":
+            raise ValueError(
+                f"noise='gaussian' is the noise of the statistics route (mechanism='laplace'); "
+                f"mechanism={mechanism!r} samples the posterior itself and adds no noise. "
+                "Nothing was released."
+            )
+        validate_gaussian_delta(delta)
     if not is_integer(draws) or int(draws) < 1:
         raise ValueError(f"need at least one draw (an integer), got {draws!r}")
     if kwargs.get("return_inferencedata", True) is False:
@@ -278,13 +334,25 @@ def sample(
         neighbouring=neighbouring,
     )
     check_route_options(model, kwargs, recognised, mechanism, step)
+    if noise == "gaussian" and recognised.kind == "hmm":
+        raise NotImplementedError(
+            "noise='gaussian' is not implemented for naive-Bayes HMM models (their count tensor "
+            "and noise-aware sampler are Laplace-only); use noise='laplace'. Nothing was "
+            "released."
+        )
     run = route_for(recognised.kind, mechanism)
     if session is not None:
         run_ledger = session
     else:
-        run_ledger = ledger if ledger is not None else PrivacyLedger(budget=budget)
+        run_ledger = (
+            ledger
+            if ledger is not None
+            else PrivacyLedger(budget=budget, tight_budget=accounting == "tight")
+        )
     step_events = _step_events(step)
     request = RunRequest(
+        noise=noise,
+        accounting=accounting,
         model=model,
         draws=int(draws),
         mechanism=mechanism,
@@ -355,6 +423,7 @@ def _run_ledger(
     events += [e for e in run_ledger.events[spent_before:] if not any(e is s for s in events)]
     this_run = PrivacyLedger(events=events)  # a subset of what was charged: no budget check
     this_run.budget = run_ledger.budget
+    this_run.tight_budget = run_ledger.tight_budget
     # only a session names one: a ledger rebuilt from an old trace keeps that trace's record
     this_run.session = run_ledger.session if isinstance(run_ledger, PrivacySession) else None
     return this_run

@@ -377,7 +377,7 @@ def test_a_budget_with_delta_accepts_what_the_tight_total_fits_and_no_more():
     pure = PrivacyLedger(budget=80.0)
     for event in events[:80]:
         pure.charge(event)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         pure.charge(events[80])
 
 
@@ -387,9 +387,9 @@ def test_a_bare_cost_is_added_by_basic_composition_an_event_by_its_mechanism():
     )
     assert ledger.remaining()[0] == pytest.approx(5.0 - tight([laplace(0.1)] * 100).epsilon)
     ledger.check(0.30)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         ledger.check(0.32)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         ledger.check_all([(0.16, 0.0), (0.16, 0.0)])
     ledger.charge(laplace(0.32))  # composed with the others: 4.897
     assert ledger.epsilon_at(DELTA).epsilon == pytest.approx(4.8965, abs=1e-3)
@@ -399,7 +399,7 @@ def test_a_budget_is_never_met_by_deltas_beyond_it():
     ledger = PrivacyLedger(
         budget=(100.0, 1e-6), events=[metropolis(0.01, 4e-7)] * 2, tight_budget=True
     )
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         ledger.charge(metropolis(0.01, 4e-7))
 
 
@@ -408,7 +408,7 @@ def test_budgets_are_basic_unless_tight_is_asked_for_and_sessions_always_are(tmp
     # it whatever the choices; PLD is not in general (Rogers et al. 2016). Default: basic.
     events = [laplace(1.0) for _ in range(100)]
     ledger = PrivacyLedger(budget=(75.0, DELTA), events=events[:75])
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         ledger.charge(events[75])
     assert ledger.remaining()[0] == pytest.approx(0.0)
     assert ledger.copy().tight_budget is False
@@ -418,7 +418,8 @@ def test_budgets_are_basic_unless_tight_is_asked_for_and_sessions_always_are(tmp
     session = PrivacySession(path, "ds", budget=(75.0, DELTA))
     for _ in range(75):
         session.charge(laplace(1.0))
-    with pytest.raises(BudgetExceededError):  # basic: 76 > 75, though PLD would say 57
+    # basic: 76 > 75, though PLD would say 57
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         session.charge(laplace(1.0))
     reopened = PrivacySession(path, "ds", (75.0, DELTA))
     assert reopened.epsilon == 75.0
@@ -477,3 +478,74 @@ def test_huge_releases_fall_back_to_the_accountings_that_hold():
     result = ledger.epsilon_at(1e-6)
     assert result.epsilon <= 2e4 + 1e-6
     assert math.isinf(result.per_method.get("pld", math.inf))
+
+
+# --- Gaussian events (pymc_dp.mechanisms.gaussian) ---------------------------------------------
+def gaussian(epsilon=1.0, delta=1e-7, sensitivity=1.0, **fields):
+    """A Gaussian release as release_gaussian records it (σ and ρ from the calibration)."""
+    from pymc_dp.mechanisms.gaussian import gaussian_calibration
+
+    calibration = gaussian_calibration(sensitivity, epsilon, delta)
+    base = {
+        "mechanism": "gaussian",
+        "epsilon": epsilon,
+        "delta": delta,
+        "sensitivity": sensitivity,
+        "neighbouring": "replace-one",
+        "variables": ("y",),
+        "noise_backend": "opendp",
+        "noise_scale": calibration.scale,
+        "rho": calibration.rho,
+        "time": "2024-01-01T00:00:00+00:00",
+    }
+    return PrivacyEvent(**{**base, **fields})
+
+
+def test_gaussian_events_compose_by_their_exact_pld_and_rdp():
+    """100 Gaussian releases at (1, 1e-7), σ/Δ₂ ≈ 4.98: dp-accounting's own GaussianDpEvent
+    accountants give the same figures; both are far below basic composition (100) and below
+    zCDP's closed form (ρ adds: 100ρ, then Bun & Steinke Prop. 1.3)."""
+    event = gaussian()
+    result = epsilon_at([event] * 100, 1e-5)
+    multiplier = event.noise_scale / event.sensitivity
+    assert result.basic_only == ()
+    assert result.per_method["basic"] == pytest.approx(100.0)
+    reference_pld = pld.from_gaussian_mechanism(multiplier, value_discretization_interval=1e-4)
+    exact_pld = reference_pld.self_compose(100).get_epsilon_for_delta(1e-5)
+    assert result.per_method["pld"] == pytest.approx(exact_pld, abs=0.05)
+    assert result.per_method["pld"] >= exact_pld - 1e-3  # pessimistic
+    accountant = RdpAccountant()
+    accountant.compose(dp_accounting.GaussianDpEvent(multiplier), 100)
+    assert result.per_method["rdp"] == pytest.approx(accountant.get_epsilon(1e-5), rel=1e-12)
+    rho = 100 * event.rho
+    zcdp = rho + 2 * math.sqrt(rho * math.log(1e5))
+    assert result.epsilon < zcdp < 100.0
+    assert result.method == "pld"
+
+
+def test_one_gaussian_event_is_tight_at_its_own_delta():
+    """Its exact PLD reads back (at most) its recorded ε at its δ: the calibration converts
+    ρ loosely (Cor. 13 is a zCDP bound), the PLD is the exact Gaussian curve."""
+    event = gaussian(1.0, 1e-6)
+    result = epsilon_at([event], 1e-6)
+    assert result.epsilon <= 1.0
+    assert result.per_method["pld"] < 1.0
+
+
+def test_inconsistent_gaussian_events_are_accounted_by_basic_composition_only():
+    honest = gaussian(1.0, 1e-6)
+    too_little_noise = gaussian(1.0, 1e-6, noise_scale=honest.noise_scale / 2)
+    rho_too_small = gaussian(1.0, 1e-6, rho=honest.rho / 2)
+    for event in (too_little_noise, rho_too_small):
+        result = epsilon_at([event, honest], 1e-5)
+        assert result.basic_only == (0,)
+    assert epsilon_at([honest, honest], 1e-5).basic_only == ()
+
+
+def test_gaussian_partition_is_represented_by_its_least_noisy_release():
+    """Two Gaussian releases on disjoint parts cost at most the less noisy one alone."""
+    quiet, noisy = gaussian(1.0, 1e-6, partition="g"), gaussian(0.5, 1e-6, partition="g")
+    together = epsilon_at([quiet, noisy], 1e-5)
+    assert together.basic_only == ()
+    assert together.per_method["basic"] == pytest.approx(1.0)
+    assert together.epsilon <= epsilon_at([gaussian(1.0, 1e-6)], 1e-5).epsilon + 1e-9

@@ -93,13 +93,13 @@ def test_clopper_pearson_has_at_least_nominal_coverage():
     ("k", "n", "alpha"), [(-1, 10, 0.05), (11, 10, 0.05), (0, 0, 0.05), (1.5, 10, 0.05)]
 )
 def test_clopper_pearson_rejects_bad_counts(k, n, alpha):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"k must be|need 0 <= k|n must be|alpha"):
         clopper_pearson(k, n, alpha)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, float("nan")])
 def test_clopper_pearson_rejects_bad_alpha(alpha):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"alpha must lie in"):
         clopper_pearson(3, 10, alpha)
 
 
@@ -183,7 +183,7 @@ def test_audit_result_is_frozen():
     assert isinstance(result, AuditResult)
     assert result.n_runs == 100 and result.alpha == ALPHA and result.delta == 0.0
     assert 0 < result.frequency_0 < result.frequency_1 < 1
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match=r"cannot assign to field 'n_runs'"):
         result.n_runs = 5  # type: ignore[misc]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -119,3 +120,32 @@ def test_parallel_totals_never_exceed_sequential_ones(costs):
     ledger = PrivacyLedger(events=[_event(e, partition=p) for e, p in costs])
     assert ledger.epsilon <= sum(e for e, _ in costs) + 1e-9
     assert ledger.epsilon >= max(e for e, _ in costs) - 1e-9
+
+
+def test_gaussian_event_carries_rho_and_old_json_still_reads():
+    from pymc_dp.mechanisms.gaussian import gaussian_calibration
+
+    calibration = gaussian_calibration(math.sqrt(2), 1.0, 1e-6)
+    event = PrivacyEvent(
+        mechanism="gaussian",
+        epsilon=1.0,
+        delta=1e-6,
+        sensitivity=math.sqrt(2),
+        neighbouring="replace-one",
+        variables=("y",),
+        noise_backend="opendp",
+        noise_scale=calibration.scale,
+        rho=calibration.rho,
+    )
+    ledger = PrivacyLedger(events=[event])
+    again = PrivacyLedger.from_json(ledger.to_json())
+    assert again.events == (event,)
+    assert again.events[0].rho == calibration.rho
+    assert float(ledger.to_dataset()["rho"][0]) == calibration.rho
+    # an event without ρ serialises as before the field existed, and reads back with None
+    laplace = PrivacyEvent("laplace", 1.0, 0.0, 1.0, "replace-one", ("y",), "opendp", 1.0)
+    assert "rho" not in laplace.to_dict()
+    assert PrivacyEvent.from_dict(laplace.to_dict()).rho is None
+    assert np.isnan(PrivacyLedger(events=[laplace]).to_dataset()["rho"][0])
+    with pytest.raises(ValueError, match="rho must be a finite number > 0"):
+        PrivacyEvent("gaussian", 1.0, 1e-6, 1.0, "replace-one", ("y",), "opendp", 4.5, rho=-1.0)

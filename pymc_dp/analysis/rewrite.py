@@ -16,9 +16,10 @@ release without being rebuilt (:func:`set_released_statistics`):
 * ``<observed>_released_statistics`` (G, r): the noisy components as released (unit scale);
 * ``inference="plugin"``: ``<observed>_projected_statistics`` (G, D), the projection, read
   by the plug-in likelihood (e.g. Normal: −n log σ − (Σx² − 2μΣx + nμ²)/(2σ²));
-* ``inference="noise-aware"``: ``<observed>_noise_scale`` (the Laplace scale b) and, when n is
-  public, ``<observed>_public_n`` (G,); the family adds its latent variables
-  (``<observed>_noise_variance``, ``<observed>_n_records`` when n is private, a regression's
+* ``inference="noise-aware"``: ``<observed>_noise_scale`` (the Laplace scale b, or the
+  Gaussian σ) and, when n is public, ``<observed>_public_n`` (G,); the family adds its latent
+  variables (``<observed>_noise_variance`` for Laplace noise only — Gaussian noise has a known
+  variance σ² —, ``<observed>_n_records`` when n is private, a regression's
   ``<observed>_covariate_*``), all post-processing of the release.
 
 The parameters the potential reads are the user's parameter graphs (μ, σ, λ, β, α), moved
@@ -152,7 +153,13 @@ def add_released_likelihood(
             if release.public_n is not None:
                 public_n = pm.Data(f"{name}_public_n", np.asarray(release.public_n, float))
             loglik = family.noise_aware_log_likelihood(
-                parameters, released, scale, public_n, structure, release.neighbouring
+                parameters,
+                released,
+                scale,
+                public_n,
+                structure,
+                release.neighbouring,
+                noise=release.noise,
             )
         potential = pm.Potential(f"{name}_released", loglik)
     released.tag.__dict__[_BOUNDED_TAG] = release
@@ -183,7 +190,8 @@ def set_released_statistics(
     noisy : ndarray, shape (G, r)
         The released components, on the unit scale (as ``BoundedRelease.noisy``).
     scale : float, optional
-        The Laplace scale b of the new release (default: unchanged).
+        The noise scale of the new release, Laplace b or Gaussian σ (default: unchanged; the
+        noise distribution is the built release's).
     public_n : ndarray, shape (G,), optional
         The public record counts of the new release (default: unchanged).
 

@@ -39,6 +39,7 @@ __all__ = [
     "group_sums",
     "private_trials_log_likelihood_bound",
     "probability_truncation",
+    "table_l2_sensitivity",
 ]
 
 
@@ -119,9 +120,43 @@ class ConjugateFamily(ABC):
         """sup_x ||S(x)||_1: one record's largest contribution (= max trials)."""
         return float(domain.max_trials)
 
+    @staticmethod
+    def record_l2_bound(domain: RecordDomain) -> float:
+        """sup_x ||S(x)||_2 = max trials: S(x) ≥ 0 has ||S||₂ ≤ ||S||₁ ≤ M, with equality when
+        all M trials fall in one component (S = M·e_j).
+
+        The L2 sensitivity of a released table follows (:func:`table_l2_sensitivity`)."""
+        return float(domain.max_trials)
+
     def record_totals(self, data: np.ndarray, domain: RecordDomain) -> np.ndarray:
         """Per-record ||S(x_i)||_1 (the number of trials of each record)."""
         return self.record_statistics(data, domain).sum(axis=1)
+
+
+def table_l2_sensitivity(record_bound: float, neighbouring: str, one_component: bool) -> float:
+    """Data-independent L2 sensitivity of a released (G, d) table of per-group sums of S(x).
+
+    C = ``record_bound`` = sup_x ||S(x)||₂ (:meth:`ConjugateFamily.record_l2_bound`); every
+    S(x) is non-negative.
+
+    * ``"add-remove-one"``: one row changes by S(x): Δ₂ = C (a histogram: 1).
+    * ``"replace-one"``, full table: S(x) leaves one row and S(x') enters one row. In
+      different rows the change is ||(S(x), S(x'))||₂ ≤ √2·C; in the same row
+      ||S(x') − S(x)||₂² = ||S(x)||² + ||S(x')||² − 2 S(x)·S(x') ≤ 2C² since S(x)·S(x') ≥ 0.
+      Δ₂ = √2·C, reached by a record moving all its trials to another component (counts: √2).
+    * ``"replace-one"``, one released component (one group, d = 2, public trials; the second
+      component is total − first): it moves by at most C: Δ₂ = C.
+
+    Raises
+    ------
+    ValueError
+        For an unknown neighbouring relation.
+    """
+    if neighbouring == "add-remove-one" or (neighbouring == "replace-one" and one_component):
+        return float(record_bound)
+    if neighbouring == "replace-one":
+        return math.sqrt(2.0) * float(record_bound)
+    raise ValueError(f"unknown neighbouring relation {neighbouring!r}")
 
 
 def group_sums(record_stats: np.ndarray, groups: np.ndarray | None, n_groups: int) -> np.ndarray:

@@ -197,6 +197,10 @@ class BoundedFamily(ABC):
         """Data-independent L1 sensitivity of the released (G, r) array."""
 
     @abstractmethod
+    def l2_sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
+        """Data-independent L2 sensitivity of the released (G, r) array (Gaussian noise)."""
+
+    @abstractmethod
     def project(self, full: np.ndarray, structure: BoundedStructure, scale: float) -> np.ndarray:
         """Feasible statistics (G, D) closest to the noisy ones (post-processing)."""
 
@@ -215,9 +219,14 @@ class BoundedFamily(ABC):
         public_n: Variable | None,
         structure: BoundedStructure,
         neighbouring: str,
+        noise: str = "laplace",
     ) -> Variable:
         """Log density of the release given the parameters (and latent variables it creates
-        in the model in context), the true statistics integrated out."""
+        in the model in context), the true statistics integrated out.
+
+        ``noise`` is the release's noise: ``"laplace"`` (scale b) or ``"gaussian"`` (standard
+        deviation σ = ``scale``, known: the release given the true statistics T is exactly
+        Normal(T, σ²I), no latent noise variances)."""
 
     @abstractmethod
     def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
@@ -330,8 +339,10 @@ def laplace_noise_variance(name: str, scale: Variable, shape: int) -> Variable:
     return pm.Exponential(f"{name}_noise_variance", scale=2.0 * scale**2, shape=shape)
 
 
-def latent_record_count(name: str, released_n: Variable, scale: Variable, groups: int):
-    """Latent (private) record counts n_g, flat prior on n_g > 0, from their Laplace release.
+def latent_record_count(
+    name: str, released_n: Variable, scale: Variable, groups: int, noise: str = "laplace"
+):
+    """Latent (private) record counts n_g, flat prior on n_g > 0, from their noisy release.
 
     The count is released as r = n + Laplace(b), so with a flat prior its posterior is
     Laplace(r, b) times the rest of the likelihood. It is sampled non-centred: the free
@@ -340,8 +351,13 @@ def latent_record_count(name: str, released_n: Variable, scale: Variable, groups
     the same whatever b (at ε = 10⁶ a centred n would need steps of 10⁻⁶). Both are created
     in the model in context. The count is treated as continuous (its spread is that of the
     noise, which dwarfs the rounding); callers reject n ≤ 0 (:func:`positive_counts`).
+    With ``noise="gaussian"`` the release is r = n + N(0, σ²) and the offset is
+    Normal(0, 1) (σ = ``scale``), by the same argument.
     """
-    offset = pm.Laplace(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
+    if noise == "gaussian":
+        offset = pm.Normal(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
+    else:
+        offset = pm.Laplace(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
     return pm.Deterministic(f"{name}_n_records", released_n + scale * offset)
 
 

@@ -43,6 +43,10 @@ n = 100, b = 10; the collapsed one-component draw is exact and independent.
   p(n_k | rest) ∝ Γ(n_k + a_k)/Γ(n_k + 1) · Γ(n_k + R + 1/2)/Γ(n_k + R + A) · Lap(ñ_k − n_k),
   A = Σ_j a_j (Poisson–Jeffreys total, Dirichlet collapsed).
 
+Gaussian noise (:mod:`pymc_dp.mechanisms.gaussian`): every Lap(·) above is the normal density
+N(·; 0, σ²) of the release instead, σ known. It is log-concave too, so the same collapsed
+updates and the same rigorous windows apply (:class:`CountConditional`).
+
 Several releases sharing one prior are handled by adding the other releases' latent counts to
 a (the Dirichlet–multinomial of all tables together), see :class:`LatentCounts`.
 
@@ -104,7 +108,7 @@ _THETA_DRAW = {"beta": BetaBernoulli(), "dirichlet": DirichletCategorical()}
 class CountConditional:
     """B independent one-dimensional targets on the integers 0..upper (upper may be +inf):
 
-        log f(x) = log f_Γ(x) − Σ_l w_l·|x − κ_l|,
+        log f(x) = log f_Γ(x) − Σ_l w_l·|x − κ_l| − Σ_l v_l·(x − κ_l)²,
         log f_Γ(x) = Σ_i ± log Γ(σ_i·x + c_i)   (four terms, σ_i = ±1),
 
     with the increments of the Gamma part a ratio of two quadratics,
@@ -121,16 +125,22 @@ class CountConditional:
     num, den : ndarray (B, 3)
         Coefficients (q2, q1, q0) of num and den.
     kink, weight : ndarray (B, 2)
-        Laplace kinks κ_l (in x) and weights w_l = 1/b (0 for a component not released).
+        Centres κ_l (in x) of the noise terms, and Laplace weights w_l = 1/b (0 for a
+        component not released, or for Gaussian noise).
     scale : ndarray (B,)
-        Laplace scale b.
+        Noise scale: Laplace b, or the Gaussian standard deviation σ.
+    quadratic : ndarray (B, 2), optional
+        Gaussian weights v_l = 1/(2σ²) (0 for a component not released, or for Laplace
+        noise); zeros by default. Both noise terms are concave in x, which is all the window
+        bounds use.
     """
 
-    def __init__(self, upper, shift, sigma, num, den, kink, weight, scale) -> None:
+    def __init__(self, upper, shift, sigma, num, den, kink, weight, scale, quadratic=None) -> None:
         self.upper, self.shift, self.sigma = upper, shift, sigma
         self.num, self.den = num, den
         self.kink, self.weight, self.scale = kink, weight, scale
-        released = weight > 0
+        self.quadratic = np.zeros_like(weight) if quadratic is None else quadratic
+        released = (weight > 0) | (self.quadratic > 0)
         self.low_kink = np.min(np.where(released, kink, np.inf), axis=1)
         self.high_kink = np.max(np.where(released, kink, -np.inf), axis=1)
 
@@ -145,6 +155,7 @@ class CountConditional:
             self.kink[keep],
             self.weight[keep],
             self.scale[keep],
+            self.quadratic[keep],
         )
 
     def log_gamma_part(self, x: np.ndarray) -> np.ndarray:
@@ -168,16 +179,36 @@ class CountConditional:
         return terms
 
     def log_laplace(self, x: np.ndarray) -> np.ndarray:
-        """The Laplace part −Σ_l w_l |x − κ_l| at x (B, n); concave in x."""
+        """The noise part −Σ_l w_l |x − κ_l| − Σ_l v_l (x − κ_l)² at x (B, n); concave in x
+        (Laplace and Gaussian terms alike)."""
         kink, weight = self.kink[:, None, :], self.weight[:, None, :]
-        return -np.sum(weight * np.abs(x[:, :, None] - kink), axis=2)
+        distance = x[:, :, None] - kink
+        laplace = -np.sum(weight * np.abs(distance), axis=2)
+        if not np.any(self.quadratic):
+            return laplace
+        quadratic = self.quadratic[:, None, :]
+        return laplace - np.sum(quadratic * np.where(quadratic > 0, distance, 0.0) ** 2, axis=2)
+
+    @property
+    def gaussian(self) -> np.ndarray:
+        """(B,) True for the rows whose noise is Gaussian."""
+        return np.any(self.quadratic > 0, axis=1)
 
 
 _PAIR_SIGMA = np.array([1.0, 1.0, -1.0, -1.0])
 _CELL_SIGMA = np.array([1.0, 1.0, 1.0, 1.0])
 
 
-def pair_target(total, a_j, a_k, noisy_j, noisy_k, scale) -> CountConditional:
+def _noise_weights(released: np.ndarray, scale: np.ndarray, noise: str):
+    """(Laplace weights 1/b, Gaussian weights 1/(2σ²)) of the released components (B, 2)."""
+    if noise == "gaussian":
+        return np.zeros(released.shape), released / (2.0 * scale[:, None] ** 2)
+    if noise != "laplace":
+        raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
+    return released / scale[:, None], None
+
+
+def pair_target(total, a_j, a_k, noisy_j, noisy_k, scale, noise="laplace") -> CountConditional:
     """p(x) ∝ BetaBinomial(x; m, a_j, a_k) · Lap(ñ_j − x) · Lap(ñ_k − (m − x)), x ∈ 0..m.
 
     The Dirichlet–multinomial conditional of one pair of components with n_j + n_k = m fixed
@@ -188,6 +219,9 @@ def pair_target(total, a_j, a_k, noisy_j, noisy_k, scale) -> CountConditional:
 
     log f_Γ(x) = log Γ(x + a_j) − log Γ(x + 1) + log Γ(m − x + a_k) − log Γ(m − x + 1), with
     increments log[(x + a_j)(m − x)] − log[(x + 1)(m − x − 1 + a_k)].
+
+    With ``noise="gaussian"`` each Lap(·) is the normal density N(·; 0, σ²), σ = ``scale``
+    (the release of :mod:`pymc_dp.mechanisms.gaussian`).
     """
     m = np.asarray(total, dtype=np.float64)
     rows = m.shape[0]
@@ -201,10 +235,11 @@ def pair_target(total, a_j, a_k, noisy_j, noisy_k, scale) -> CountConditional:
     num[:, 0], num[:, 1], num[:, 2] = -1.0, m - a_j, a_j * m
     den[:, 0], den[:, 1], den[:, 2] = -1.0, m - 2.0 + a_k, m - 1.0 + a_k
     scale = np.asarray(scale, dtype=np.float64)
-    return CountConditional(m, shift, _PAIR_SIGMA, num, den, kink, released / scale[:, None], scale)
+    weight, quadratic = _noise_weights(released.astype(np.float64), scale, noise)
+    return CountConditional(m, shift, _PAIR_SIGMA, num, den, kink, weight, scale, quadratic)
 
 
-def cell_target(rest, a, a_total, noisy, scale) -> CountConditional:
+def cell_target(rest, a, a_total, noisy, scale, noise="laplace") -> CountConditional:
     """p(x) ∝ Γ(x + a)/Γ(x + 1) · Γ(x + R + 1/2)/Γ(x + R + A) · Lap(ñ − x), x ∈ 0, 1, 2, ...
 
     One cell of a private-total table given the others (sum R): the Poisson–Jeffreys model of
@@ -213,7 +248,8 @@ def cell_target(rest, a, a_total, noisy, scale) -> CountConditional:
     Π_j Γ(n_j + a_j)/Γ(n_j + 1), N = Σ_j n_j, A = Σ_j a_j — times the Laplace likelihood of the
     released cell (Bernstein & Sheldon 2018, §3). ``a`` is a_k, ``a_total`` is A; arguments
     have shape (B,). Increments of the Gamma part:
-    log[(x + a)(x + R + 1/2)] − log[(x + 1)(x + R + A)].
+    log[(x + a)(x + R + 1/2)] − log[(x + 1)(x + R + A)]. ``noise="gaussian"``: the normal
+    density of the release instead of the Laplace one.
     """
     r = np.asarray(rest, dtype=np.float64)
     rows = r.shape[0]
@@ -221,12 +257,13 @@ def cell_target(rest, a, a_total, noisy, scale) -> CountConditional:
     shift[:, 0], shift[:, 1], shift[:, 2], shift[:, 3] = a, 1.0, r + 0.5, r + a_total
     num[:, 0], num[:, 1], num[:, 2] = 1.0, a + r + 0.5, a * (r + 0.5)
     den[:, 0], den[:, 1], den[:, 2] = 1.0, r + a_total + 1.0, r + a_total
-    kink, weight = np.empty((rows, 2)), np.zeros((rows, 2))
+    kink, released = np.empty((rows, 2)), np.zeros((rows, 2))
     kink[:, 0], kink[:, 1] = noisy, noisy
     scale = np.asarray(scale, dtype=np.float64)
-    weight[:, 0] = 1.0 / scale
+    released[:, 0] = 1.0
+    weight, quadratic = _noise_weights(released, scale, noise)
     return CountConditional(
-        np.full(rows, np.inf), shift, _CELL_SIGMA, num, den, kink, weight, scale
+        np.full(rows, np.inf), shift, _CELL_SIGMA, num, den, kink, weight, scale, quadratic
     )
 
 
@@ -287,7 +324,7 @@ def _tail_bounds(target: CountConditional, lo, hi, f_lo, f_hi) -> np.ndarray:
     """log of upper bounds on Σ_{x > hi} f(x) and Σ_{x < lo} f(x), shape (B, 2) (unnormalised;
     −inf for an empty tail, +inf when no bound is available yet).
 
-    Right tail. The Laplace part is concave, so Lap(hi + k) − Lap(hi) ≤ k·s with
+    Right tail. The noise part (Laplace or Gaussian) is concave, so Lap(hi + k) − Lap(hi) ≤ k·s with
     s = Lap(hi + 1) − Lap(hi) (< 0 once hi is past every kink). Split the decay in halves:
     log f(hi + k) − log f(hi) ≤ [Φ(hi + k) − Φ(hi)] + k·s/2 with Φ(x) = log f_Γ(x) + x·s/2,
     so the tail is at most f(hi) · e^M · Σ_{k≥1} e^{k s/2}, M = max_{x ≥ hi} Φ(x) − Φ(hi)
@@ -314,13 +351,16 @@ def _tail_bounds(target: CountConditional, lo, hi, f_lo, f_hi) -> np.ndarray:
     return np.where(np.stack([hi < upper, lo > 0], axis=1), tails, -np.inf)
 
 
-def _initial_half_width(scale: np.ndarray, tol: float) -> np.ndarray:
-    """w0 = ⌈b·(log(2/tol) + 1)⌉ + 2: where the Laplace factor alone has fallen by tol/2.
+def _initial_half_width(scale: np.ndarray, tol: float, gaussian=False) -> np.ndarray:
+    """w0 = ⌈b·(log(2/tol) + 1)⌉ + 2: where the Laplace factor alone has fallen by tol/2
+    (Gaussian noise: w0 = ⌈σ·√(2·log(2/tol))⌉ + 2, where the normal factor has).
 
     If the Gamma terms are flat, the mass beyond c + w relative to the mass near c is about
     e^(−w/b)/2 per side; the window grows (doubling) when the terms are not flat.
     """
-    return np.ceil(scale * (math.log(2.0 / tol) + 1.0)) + 2.0
+    laplace = np.ceil(scale * (math.log(2.0 / tol) + 1.0)) + 2.0
+    normal = np.ceil(scale * math.sqrt(2.0 * math.log(2.0 / tol))) + 2.0
+    return np.where(gaussian, normal, laplace)
 
 
 def count_window(
@@ -350,7 +390,7 @@ def _window(target: CountConditional, tol: float) -> tuple[np.ndarray, np.ndarra
     Rows whose window has to grow are recomputed alone (a few rows of a large batch).
     """
     upper = target.upper
-    w0 = _initial_half_width(target.scale, tol)
+    w0 = _initial_half_width(target.scale, tol, target.gaussian)
     lo = np.clip(np.floor(np.clip(target.low_kink, 0.0, upper)) - w0, 0.0, upper)
     hi = np.clip(np.ceil(np.clip(target.high_kink, 0.0, upper)) + w0, lo, upper)
     half = math.log(tol / 2.0)
@@ -415,6 +455,8 @@ class OneComponentPosterior:
     θ | s, s̃ ~ Beta(α + s, β + T − s). The window of s and its CDF are computed once
     (:func:`count_window`, O(b·log(T/tol)) integers); each draw of s is then a binary search,
     O(log window), and θ one Beta draw. Fields have shape (B,) for B independent releases.
+    With ``noise="gaussian"``, s̃ = s + N(0, σ²) and exp(−|s̃ − s|/b) becomes
+    exp(−(s̃ − s)²/(2σ²)), σ = ``scale``.
     """
 
     def __init__(
@@ -425,6 +467,7 @@ class OneComponentPosterior:
         alpha: np.ndarray,
         beta: np.ndarray,
         tol: float = DEFAULT_TOL,
+        noise: str = "laplace",
     ) -> None:
         noisy = np.atleast_1d(np.asarray(noisy, dtype=np.float64))
         shape = noisy.shape
@@ -434,7 +477,13 @@ class OneComponentPosterior:
 
         self.total, self.alpha, self.beta = as_array(total), as_array(alpha), as_array(beta)
         target = pair_target(
-            self.total, self.alpha, self.beta, noisy, np.full(shape, np.nan), as_array(scale)
+            self.total,
+            self.alpha,
+            self.beta,
+            noisy,
+            np.full(shape, np.nan),
+            as_array(scale),
+            noise,
         )
         self.lo, log_f = count_window(target, tol)
         weights = np.exp(log_f - np.max(log_f, axis=1, keepdims=True))
@@ -505,6 +554,8 @@ class LatentCounts:
         Starting table (:func:`initial_counts`); :meth:`reset` returns to it.
     tol : float
         Window tolerance of every conditional draw (:func:`count_window`).
+    noise : {"laplace", "gaussian"}
+        The release's noise: Laplace(b), or N(0, σ²) with σ = ``scale``.
 
     Attributes
     ----------
@@ -519,7 +570,9 @@ class LatentCounts:
         initial: np.ndarray,
         totals: np.ndarray | None = None,
         tol: float = DEFAULT_TOL,
+        noise: str = "laplace",
     ) -> None:
+        self.noise = noise
         self.noisy = np.asarray(noisy, dtype=np.float64)
         n_rows, n_released = self.noisy.shape
         self.initial = np.asarray(initial, dtype=np.float64)
@@ -531,7 +584,7 @@ class LatentCounts:
             )
         self.scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (n_rows,)).copy()
         if not (np.isfinite(self.scale).all() and (self.scale > 0).all()):
-            raise ValueError(f"the Laplace scale must be finite and > 0, got {scale!r}")
+            raise ValueError(f"the noise scale must be finite and > 0, got {scale!r}")
         self.totals = None if totals is None else np.asarray(totals, dtype=np.float64)
         self.tol = tol
         self.counts = self.initial.copy()
@@ -569,6 +622,7 @@ class LatentCounts:
                     self._released(j),
                     self._released(k),
                     self.scale,
+                    self.noise,
                 )
                 x = draw_counts(target, rng, self.tol)
                 counts[:, k] = target.upper - x
@@ -582,6 +636,7 @@ class LatentCounts:
                     a_total,
                     self.noisy[:, k],
                     self.scale,
+                    self.noise,
                 )
                 counts[:, k] = draw_counts(target, rng, self.tol)
         return counts
@@ -619,6 +674,7 @@ def noise_aware_draws(
     public_totals: np.ndarray | None = None,
     warmup: int = 200,
     tol: float = DEFAULT_TOL,
+    noise: str = "laplace",
 ) -> np.ndarray:
     """Noise-aware posterior draws of θ for one release, NumPy only (no PyMC).
 
@@ -633,7 +689,7 @@ def noise_aware_draws(
         The release as published (``ReleasedStatistics.noisy``); leading dimensions are
         independent data sets (vectorised simulation studies).
     scale : float
-        Laplace scale b (``ReleasedStatistics.scale``).
+        Noise scale (``ReleasedStatistics.scale``): Laplace b, or Gaussian σ.
     prior : {"beta", "dirichlet"}
     prior_params : tuple
         (α, β) broadcastable to (G,) for "beta"; (a,) broadcastable to (G, K) for "dirichlet".
@@ -645,6 +701,8 @@ def noise_aware_draws(
     warmup : int
         Collapsed Gibbs sweeps discarded first (not used for exact draws).
     tol : float
+    noise : {"laplace", "gaussian"}
+        The release's noise (``ReleasedStatistics.noise``).
 
     Returns
     -------
@@ -666,12 +724,16 @@ def noise_aware_draws(
     if n_released == 1:
         if totals is None:
             raise ValueError("a one-component release needs its public total")
-        exact = OneComponentPosterior(flat_noisy[:, 0], scale, totals, conc[:, 0], conc[:, 1], tol)
+        exact = OneComponentPosterior(
+            flat_noisy[:, 0], scale, totals, conc[:, 0], conc[:, 1], tol, noise
+        )
         tables = exact.draw_table(rng, n_draws)  # (n_draws, B, 2)
         draws = _theta_draw(prior, rng, conc + tables)
     else:
         projected = np.clip(flat_noisy, 0.0, None)
-        latent = LatentCounts(flat_noisy, scale, initial_counts(projected, totals), totals, tol)
+        latent = LatentCounts(
+            flat_noisy, scale, initial_counts(projected, totals), totals, tol, noise
+        )
         for _ in range(int(warmup)):
             latent.sweep(rng, conc)
         draws = np.stack(

@@ -24,6 +24,9 @@ entry of z zᵀ lies in [0, 1], so one record moves each released entry by at mo
 * replace-one: n is public and left out, Δ = D − 1 (one record from w = 1 to w = 0 moves
   every other entry by 1).
 
+The L2 sensitivities (Gaussian noise) are √D and √(D − 1) by the same extreme records
+(:func:`second_moment_l2_sensitivity`).
+
 For the Normal family that is (n, Σu, Σu²) with Δ = 3 or 2 (Bernstein & Sheldon, NeurIPS
 2018, §3; NeurIPS 2019, §3, sufficient statistics perturbation). The plug-in likelihood is
 −(n/2) log 2π − n log σ − (Σx² − 2μΣx + nμ²)/(2σ²), written on the unit scale
@@ -66,6 +69,7 @@ __all__ = [
     "normal_tempered_draw",
     "normal_tempered_parameters",
     "project_second_moments",
+    "second_moment_l2_sensitivity",
     "second_moment_matrix",
     "second_moment_names",
     "second_moment_pairs",
@@ -206,6 +210,19 @@ def second_moment_sensitivity(q: int, neighbouring: str) -> float:
     return float(n_entries if neighbouring == "add-remove-one" else n_entries - 1)
 
 
+def second_moment_l2_sensitivity(q: int, neighbouring: str) -> float:
+    """L2 sensitivity of the released second moments of q unit-interval variables.
+
+    Every entry of z zᵀ lies in [0, 1], so each released entry moves by at most 1, and
+    w = 1 → w = 0 (or adding w = 1) moves every one of them by exactly 1: Δ₂ = √D
+    (add-remove-one, all D entries) or √(D − 1) (replace-one, n public). For a regression
+    with p covariates (q = p + 1) that is √((p + 2)(p + 3)/2 − 1), against the L1
+    sensitivity D − 1 (:func:`second_moment_sensitivity`): the Gaussian's advantage grows
+    like √D.
+    """
+    return math.sqrt(second_moment_sensitivity(q, neighbouring))
+
+
 def second_moment_matrix(vector, q: int):
     """The symmetric (q + 1, q + 1) matrix of an upper-triangle vector (NumPy or PyTensor)."""
     j, k = second_moment_pairs(q)
@@ -295,6 +312,7 @@ def gaussian_release_log_likelihood(
     released_index: np.ndarray,
     scale: Variable,
     public_n: Variable | None,
+    noise: str = "laplace",
 ) -> Variable:
     """log p(release | parameters) for released second moments, true statistics integrated.
 
@@ -305,15 +323,22 @@ def gaussian_release_log_likelihood(
     (``<name>_n_records``, flat prior); its true value is the latent itself, so its release
     is Laplace(n, b) exactly, sampled non-centred
     (:func:`~pymc_dp.families.bounded.latent_record_count`).
+
+    With ``noise="gaussian"`` the noise is N(0, σ²I), σ = ``scale``, known: the release is
+    MvNormal(n·E t_R, n·Cov t_RR + σ²I) with no latent variances (the CLT law convolved with
+    the Gaussian exactly); a private n is released as Normal(n, σ²).
     """
     index = np.asarray(released_index)
     values = released[0]
-    if public_n is None:  # index[0] == 0: the count, released exactly as Laplace(n, b)
-        n = latent_record_count(name, released[:, 0], scale, 1)[0]
+    if public_n is None:  # index[0] == 0: the count, released exactly as n + noise
+        n = latent_record_count(name, released[:, 0], scale, 1, noise)[0]
         index, values = index[1:], values[1:]
     else:
         n = public_n[0]
-    variance = laplace_noise_variance(name, scale, index.size)
+    if noise == "gaussian":
+        variance = pt.ones((index.size,)) * scale**2
+    else:
+        variance = laplace_noise_variance(name, scale, index.size)
     mean = n * mean_t[index]
     cov = n * cov_t[index][:, index] + pt.diag(variance)
     loglik = pm.logp(pm.MvNormal.dist(mu=mean, cov=cov), values)
@@ -350,6 +375,9 @@ class _SecondMomentFamily(BoundedFamily):
     def sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
         return second_moment_sensitivity(self.q(structure), neighbouring)
 
+    def l2_sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
+        return second_moment_l2_sensitivity(self.q(structure), neighbouring)
+
     def project(self, full: np.ndarray, structure: BoundedStructure, scale: float) -> np.ndarray:
         return project_second_moments(full[0], self.q(structure), floor=float(scale))[None, :]
 
@@ -367,7 +395,7 @@ class _SecondMomentFamily(BoundedFamily):
         return gaussian_plugin_log_likelihood(theta, sigma, high - low, table[0], self.q(structure))
 
     def noise_aware_log_likelihood(
-        self, parameters, released, scale, public_n, structure, neighbouring
+        self, parameters, released, scale, public_n, structure, neighbouring, noise="laplace"
     ) -> Variable:
         q = self.q(structure)
         mean_w, cov_w = self.unit_moments(parameters, structure, structure.observed)
@@ -380,6 +408,7 @@ class _SecondMomentFamily(BoundedFamily):
             self.released_components(structure, neighbouring),
             scale,
             public_n,
+            noise,
         )
 
 

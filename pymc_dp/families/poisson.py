@@ -14,6 +14,9 @@ group's row.
 * replace-one, G > 1 groups: group labels are private, so n_g is private and released; a
   record may leave one row and enter another: Δ = 2 · 2 = 4.
 
+L2 sensitivity (Gaussian noise, same reasoning): replace-one, one group: 1; add-remove-one:
+||(1, y/c)||₂ ≤ √2; replace-one, G > 1: ||(1, y/c)||² + ||(1, y'/c)||² ≤ 4, so 2.
+
 Scaling the sum by 1/c balances the two components: both have sensitivity 1 per row, so n_g
 is not drowned in noise calibrated to c.
 
@@ -31,9 +34,15 @@ is below e⁻²⁵ of its peak), or within 12 Poisson sds of n_g λ_g when that 
 (``<y>_n_records``, flat prior, continuous) and its release is Laplace(n_g, b) exactly (its
 true value is the latent itself, nothing to integrate out), sampled non-centred
 (:func:`~pymc_dp.families.bounded.latent_record_count`).
+
+With Gaussian noise (σ in unit-scale counts; :mod:`pymc_dp.mechanisms.gaussian`) the same
+sum runs against the normal density, N(c·r − k; 0, (c·σ)²)
+(:func:`poisson_gaussian_log_marginal`), and a private n_g's release is Normal(n_g, σ²).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytensor.tensor as pt
@@ -51,10 +60,19 @@ from pymc_dp.families.bounded import (
     positive_counts,
 )
 
-__all__ = ["WINDOW_SCALES", "PoissonFamily"]
+__all__ = [
+    "GAUSSIAN_WINDOW_SCALES",
+    "WINDOW_SCALES",
+    "PoissonFamily",
+    "poisson_gaussian_log_marginal",
+    "poisson_laplace_log_marginal",
+]
 
 WINDOW_SCALES = 25.0
 """Half-width of the noise-aware summation window, in Laplace scales (plus 10 counts)."""
+GAUSSIAN_WINDOW_SCALES = 8.0
+"""Half-width of the window for Gaussian noise, in standard deviations (plus 10 counts): the
+Gaussian factor beyond it is below e⁻³² of its peak."""
 
 
 class PoissonFamily(BoundedFamily):
@@ -89,6 +107,14 @@ class PoissonFamily(BoundedFamily):
             return 2.0
         return 4.0 if structure.grouped else 1.0
 
+    def l2_sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
+        """√2 (add-remove: (1, y/c) in one row), 1 (replace-one, one group: Σy/c only),
+        2 (replace-one, groups: (1, y/c) leaves one row and (1, y'/c) enters another,
+        √(2 + 2) at most; within one row only Σy/c moves, by ≤ 1)."""
+        if neighbouring == "add-remove-one":
+            return math.sqrt(2.0)
+        return 2.0 if structure.grouped else 1.0
+
     def project(self, full: np.ndarray, structure: BoundedStructure, scale: float) -> np.ndarray:
         """n_g ≥ 0 and 0 ≤ Σy_g/c ≤ n_g (post-processing)."""
         n = np.maximum(full[:, 0], 0.0)
@@ -104,18 +130,21 @@ class PoissonFamily(BoundedFamily):
         return pt.switch(pt.all(rate > 0), loglik, -np.inf)
 
     def noise_aware_log_likelihood(
-        self, parameters, released, scale, public_n, structure, neighbouring
+        self, parameters, released, scale, public_n, structure, neighbouring, noise="laplace"
     ) -> Variable:
         rate = self._rates(parameters, structure)
         c = structure.bounds[1]
         if public_n is None:
-            n = latent_record_count(structure.observed, released[:, 0], scale, structure.n_groups)
+            n = latent_record_count(
+                structure.observed, released[:, 0], scale, structure.n_groups, noise
+            )
             released_sum = released[:, 1]
         else:
             n, released_sum = public_n, released[:, 0]
-        loglik = pt.sum(
-            poisson_laplace_log_marginal(released_sum * c, n * rate, scale * c, n * c, public_n)
+        marginal = (
+            poisson_gaussian_log_marginal if noise == "gaussian" else poisson_laplace_log_marginal
         )
+        loglik = pt.sum(marginal(released_sum * c, n * rate, scale * c, n * c, public_n))
         return loglik if public_n is not None else positive_counts(n, loglik)
 
     def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
@@ -160,6 +189,40 @@ def poisson_laplace_log_marginal(
     log_poisson = k * pt.log(mean)[:, None] - mean[:, None] - pt.gammaln(k + 1)
     log_laplace = -pt.abs(released[:, None] - k) / scale - pt.log(2 * scale)
     terms = log_poisson + log_laplace
+    if public_n is not None:
+        terms = pt.switch(k <= pt.as_tensor(max_total)[:, None], terms, -np.inf)
+    return pt.switch(mean > 0, pt.logsumexp(terms, axis=1), -np.inf)
+
+
+def poisson_gaussian_log_marginal(
+    released: Variable, mean: Variable, scale: Variable, max_total, public_n
+) -> Variable:
+    """log Σ_k Poisson(k; mean) N(released − k; 0, scale²), per group, in count units.
+
+    The release of a Gaussian-noised sum (:mod:`pymc_dp.mechanisms.gaussian`), σ = ``scale``.
+    Both factors are log-concave, so the product's mass lies between the Poisson mode and r
+    (shrunk towards each by the other's precision); the sum runs over whole k ≥ 0 from
+    min(⌊r⌋, ⌊mean⌋) − H to max(⌊r⌋, ⌊mean⌋) + H, H = ⌈8σ⌉ + 10 + ⌈12·√mean⌉ (the larger
+    factor's spread), the gap |r − mean| capped at 20·H (far from the posterior, where only
+    the direction of the gradient matters), as :func:`poisson_laplace_log_marginal`. With a
+    public record count, k ≤ ``max_total``. No gradient flows through the window.
+    """
+    fixed_mean, fixed_released = pt.maximum(zero_grad(mean), 0.0), zero_grad(released)
+    half = (
+        pt.cast(pt.ceil(GAUSSIAN_WINDOW_SCALES * scale), "int64")
+        + pt.cast(pt.ceil(12.0 * pt.sqrt(pt.max(fixed_mean))), "int64")
+        + 10
+    )
+    mode = pt.cast(pt.floor(fixed_mean), "int64")
+    centre = pt.cast(pt.floor(fixed_released), "int64")
+    span = pt.minimum(pt.max(pt.abs(centre - mode)), 20 * half)
+    start = pt.maximum(pt.minimum(centre, mode) - half, 0)
+    k = pt.cast(start[:, None] + pt.arange(2 * half + span + 1)[None, :], "float64")
+    log_poisson = k * pt.log(mean)[:, None] - mean[:, None] - pt.gammaln(k + 1)
+    log_gaussian = -0.5 * ((released[:, None] - k) / scale) ** 2 - pt.log(
+        scale * np.sqrt(2.0 * np.pi)
+    )
+    terms = log_poisson + log_gaussian
     if public_n is not None:
         terms = pt.switch(k <= pt.as_tensor(max_total)[:, None], terms, -np.inf)
     return pt.switch(mean > 0, pt.logsumexp(terms, axis=1), -np.inf)

@@ -27,6 +27,16 @@ no data. One sweep thus weighs W = 2Δ + Σ_d (K_d − 1)·2Δ_d at T = 1
 (:func:`gibbs_sweep_weight`), and :func:`ops_worst_case_epsilon` composes W/T over every sweep,
 tuning included (cf. Foulds' "ε^(Gibbs) <= 400ε", §5.2).
 
+Ledger events. An OPS release is one event standing for one draw per chain
+(``compositions`` = chains). An exponential-mechanism Gibbs run is one event per kind of update
+(:func:`gibbs_sweep_events`): the state updates (n sweeps, each (2Δ/T)-DP), and for each value
+of Δ_d the pair updates of the features with that Δ_d (n·Σ(K_d − 1) of them, each
+(2Δ_d/T)-DP). Each update is an exponential mechanism, so its privacy loss ranges over an
+interval of length 2Δ_l/T: bounded range (Dong, Durfee & Rogers 2020), which
+:func:`pymc_dp.accounting.epsilon_at` composes update by update. The rows of the other states
+read other records given z, so for one neighbouring pair only the row of the record's state
+has a non-zero loss, as :func:`gibbs_sweep_weight` counts. The events' ε add up to n·W/T.
+
 Δ and Δ_d are the *log-likelihood bounds* (:func:`log_likelihood_bound`,
 :func:`feature_log_likelihood_bounds`), in nats.
 """
@@ -48,9 +58,11 @@ __all__ = [
     "cell_counts_sensitivity",
     "emission_lower_bounds",
     "feature_log_likelihood_bounds",
+    "gibbs_sweep_events",
     "gibbs_sweep_weight",
     "log_likelihood_bound",
     "ops_cost",
+    "ops_release_event",
     "ops_worst_case_epsilon",
     "record_ops_release",
     "release_cell_counts",
@@ -295,8 +307,103 @@ def ops_worst_case_epsilon(cost: OPSCost, n_sweeps: int, n_chains: int = 1) -> f
     return cost.sweep_epsilon * n_sweeps * n_chains
 
 
-def record_ops_release(
-    ledger: PrivacyLedger,
+def gibbs_sweep_events(
+    n_categories,
+    lower,
+    *,
+    temperature: float,
+    n_sweeps: int,
+    neighbouring: str = "replace-one",
+    variable_names: tuple[str, ...] = (),
+    source: str = "",
+) -> list[PrivacyEvent]:
+    """The events of ``n_sweeps`` exponential-mechanism Gibbs sweeps at temperature T.
+
+    One ``"gibbs-exponential"`` event for the state updates (``compositions`` = n, each
+    update 2Δ/T, Δ = :func:`log_likelihood_bound`), and one for the emission pair updates of
+    each distinct Δ_d (``compositions`` = n·Σ(K_d − 1) over the features with that Δ_d, each
+    2Δ_d/T); transitions read no data. Their ε add up to n·W/T
+    (:func:`gibbs_sweep_weight`). See the module docstring.
+
+    Parameters
+    ----------
+    n_categories, lower
+        K_d and a0_d per feature.
+    temperature : float
+        T >= 1.
+    n_sweeps : int
+        n >= 1: every sweep of every chain, tuning included.
+    neighbouring : {"replace-one"}
+    variable_names : tuple of str
+        ``("states", "transition", emission names...)`` (the model's), for the events'
+        ``variables``; default: none named.
+    source : str
+
+    Raises
+    ------
+    ValueError
+        If T < 1, n < 1, neighbours are add/remove-one, or Δ = 0 or ∞.
+    """
+    if validate_neighbouring(neighbouring) != "replace-one":
+        raise ValueError("the HMM's exponential-mechanism Gibbs is calibrated for replace-one")
+    if not math.isfinite(temperature) or temperature < 1:
+        raise ValueError(f"temperature must be a finite number >= 1, got {temperature!r}")
+    if int(n_sweeps) != n_sweeps or n_sweeps < 1:
+        raise ValueError(f"n_sweeps must be an integer >= 1, got {n_sweeps!r}")
+    n_sweeps = int(n_sweeps)
+    per_feature = feature_log_likelihood_bounds(n_categories, lower)
+    _require_data_dependence(per_feature)
+    bound = float(per_feature.sum())
+    names = tuple(variable_names)
+    emission_names = names[2:] if len(names) == 2 + per_feature.size else ()
+
+    def event(epsilon, sensitivity, k, variables, what):
+        return PrivacyEvent(
+            mechanism="gibbs-exponential",
+            epsilon=epsilon,
+            delta=0.0,
+            sensitivity=sensitivity,
+            neighbouring=neighbouring,
+            variables=variables,
+            noise_backend="numpy",
+            statistic=(
+                f"{what} of every draw of {n_sweeps} Gibbs sweeps (tuning included) at "
+                f"T = {temperature:.4g}: {k} exponential mechanisms"
+            ),
+            source=source,
+            temperature=temperature,
+            compositions=k,
+        )
+
+    events = [
+        event(
+            n_sweeps * 2.0 * bound / temperature,
+            bound,
+            n_sweeps,
+            names[:1],
+            "state updates (FFBS, one per sweep)",
+        )
+    ]
+    pair_updates = np.asarray(n_categories) - 1
+    groups: dict[float, list[int]] = {}
+    for d, value in enumerate(per_feature):
+        if pair_updates[d] > 0 and value > 0:
+            groups.setdefault(float(value), []).append(d)
+    for value, features in groups.items():
+        k = n_sweeps * int(sum(pair_updates[d] for d in features))
+        events.append(
+            event(
+                k * 2.0 * value / temperature,
+                value,
+                k,
+                tuple(emission_names[d] for d in features) if emission_names else (),
+                f"emission pair updates of {len(features)} feature(s) with Δ_d = {value:.4g}",
+            )
+        )
+    return events
+
+
+def ops_release_event(
     cost: OPSCost,
     *,
     n_sweeps: int,
@@ -304,23 +411,16 @@ def record_ops_release(
     neighbouring: str,
     variables: tuple[str, ...],
 ) -> PrivacyEvent:
-    """Charge ``ledger`` for releasing the last draw of each chain (one OPS draw per chain).
-
-    The event's ε is ``n_chains × cost.epsilon``, flagged ``assumes_convergence``; its
-    ``worst_case_epsilon`` is the composition of every update of every chain.
+    """The event of releasing the last draw of each chain (:func:`record_ops_release`).
 
     Raises
     ------
     ValueError
-        Under add/remove-one neighbours: Δ bounds a replaced record; adding one record moves
-        the log-likelihood by up to max_d |log a0_d| per feature, which this release does not
-        calibrate for.
-    BudgetExceededError
-        If the ledger's budget would be exceeded (then nothing may be released).
+        As :func:`record_ops_release`.
     """
     if validate_neighbouring(neighbouring) != "replace-one":
         raise ValueError("the HMM OPS release is calibrated for replace-one neighbours only")
-    event = PrivacyEvent(
+    return PrivacyEvent(
         mechanism="ops",
         epsilon=n_chains * cost.epsilon,
         delta=0.0,
@@ -336,5 +436,39 @@ def record_ops_release(
         temperature=cost.temperature,
         assumes_convergence=True,
         worst_case_epsilon=ops_worst_case_epsilon(cost, n_sweeps, n_chains),
+        compositions=n_chains,
+    )
+
+
+def record_ops_release(
+    ledger: PrivacyLedger,
+    cost: OPSCost,
+    *,
+    n_sweeps: int,
+    n_chains: int,
+    neighbouring: str,
+    variables: tuple[str, ...],
+) -> PrivacyEvent:
+    """Charge ``ledger`` for releasing the last draw of each chain (one OPS draw per chain).
+
+    The event's ε is ``n_chains × cost.epsilon``, flagged ``assumes_convergence``, with
+    ``compositions`` = ``n_chains`` (one converged draw per chain); its
+    ``worst_case_epsilon`` is the composition of every update of every chain.
+
+    Raises
+    ------
+    ValueError
+        Under add/remove-one neighbours: Δ bounds a replaced record; adding one record moves
+        the log-likelihood by up to max_d |log a0_d| per feature, which this release does not
+        calibrate for.
+    BudgetExceededError
+        If the ledger's budget would be exceeded (then nothing may be released).
+    """
+    event = ops_release_event(
+        cost,
+        n_sweeps=n_sweeps,
+        n_chains=n_chains,
+        neighbouring=neighbouring,
+        variables=variables,
     )
     return ledger.charge(event)

@@ -1,7 +1,10 @@
 """Privacy mechanisms: measurements that turn private data into a release, and their calibration.
 
-* :mod:`~pymc_dp.mechanisms.laplace` — Laplace noise on a statistic of bounded sensitivity;
-* :mod:`~pymc_dp.mechanisms.statistics` — the Laplace release of conjugate sufficient statistics;
+* :mod:`~pymc_dp.mechanisms.laplace` — Laplace noise on a statistic of bounded L1 sensitivity;
+* :mod:`~pymc_dp.mechanisms.gaussian` — Gaussian noise on a statistic of bounded L2
+  sensitivity, ρ-zCDP converted to (ε, δ) (OpenDP);
+* :mod:`~pymc_dp.mechanisms.statistics` — the Laplace or Gaussian release of sufficient
+  statistics;
 * :mod:`~pymc_dp.mechanisms.exponential` — the temperature of posterior sampling (the
   exponential mechanism) and of a Gibbs posterior: the one place T is calibrated and capped;
 * :mod:`~pymc_dp.mechanisms.ops` — one exact posterior sample of a truncated Beta–Bernoulli.
@@ -12,13 +15,23 @@ from pymc_dp.mechanisms.exponential import (
     calibrate_temperature,
     gibbs_posterior_inverse_temperature,
 )
+from pymc_dp.mechanisms.gaussian import (
+    NOISES,
+    GaussianCalibration,
+    gaussian_calibration,
+    release_gaussian,
+)
 from pymc_dp.mechanisms.laplace import NOISE_BACKENDS, laplace_scale, release_laplace
 
 __all__ = [
+    "NOISES",
     "NOISE_BACKENDS",
+    "GaussianCalibration",
     "TemperatureCalibration",
     "calibrate_temperature",
+    "gaussian_calibration",
     "gibbs_posterior_inverse_temperature",
     "laplace_scale",
+    "release_gaussian",
     "release_laplace",
 ]

@@ -10,6 +10,13 @@ utility u (McSherry & Talwar 2007; Foulds et al. 2016, §2.2 eq. 4-6 and 10, aft
   private Metropolis step (App. C.1, Theorem C.1, which adds a δ). A sweep of several updates
   costs the sum of theirs. Used by :mod:`pymc_dp.mechanisms.ops`, :mod:`pymc_dp.hmm.privacy`,
   :mod:`pymc_dp.routes.tempered` and :mod:`pymc_dp.routes.hmm`.
+* :func:`calibrate_temperature_tight` and :func:`tight_release_epsilon` — the same releases,
+  with the budget met by the tightest valid composition at a δ > 0
+  (:func:`pymc_dp.accounting.epsilon_at`: bounded-range composition of exponential
+  mechanisms, Dong, Durfee & Rogers 2020; advanced composition, Kairouz, Oh & Viswanath
+  2015) instead of the sum: for many releases the temperature is far lower for the same
+  (ε, δ) guarantee. Used by :mod:`pymc_dp.routes.tempered` and :mod:`pymc_dp.routes.hmm`
+  when a run asks for ``accounting="tight"``.
 * :func:`gibbs_posterior_inverse_temperature` — the Gibbs posterior of Minami et al. (2016),
   exp(−β Σ_i ℓ(θ, x_i))·π(θ), whose loss is Lipschitz and convex and whose prior is strongly
   log-concave: no bounded Δ is needed (Theorem 7). Used by :mod:`pymc_dp.tempering`.
@@ -22,17 +29,28 @@ depend on them.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.ledger import validate_epsilon
+from pymc_dp.accounting import Composition, epsilon_at
+from pymc_dp.ledger import PrivacyEvent, validate_epsilon
 
 __all__ = [
+    "ACCOUNTINGS",
     "TemperatureCalibration",
+    "TightTemperature",
     "calibrate_temperature",
+    "calibrate_temperature_tight",
     "gibbs_posterior_inverse_temperature",
+    "tight_release_epsilon",
 ]
+
+ACCOUNTINGS = ("basic", "tight")
+"""How a posterior-sampling run meets its ε: by the sum of its releases (``"basic"``, pure
+ε-DP) or by the tightest valid composition at the run's δ (``"tight"``, (ε, δ)-DP)."""
+_FITS = 1e-12  # relative slack of a total against its target (as the ledger's budget check)
 
 
 @dataclass(frozen=True)
@@ -197,3 +215,208 @@ def gibbs_posterior_inverse_temperature(
     return min(
         1.0, math.sqrt(m / 2.0) / lipschitz * epsilon / (math.sqrt(epsilon + c) + math.sqrt(c))
     )
+
+
+# --- tight accounting: the same releases at a lower temperature ------------------------------
+@dataclass(frozen=True)
+class TightTemperature:
+    """The lowest temperature at which a run's releases compose to a target (ε, δ).
+
+    Made by :func:`calibrate_temperature_tight`.
+
+    Attributes
+    ----------
+    temperature : float
+        T >= 1: the lowest temperature found (to a relative ``rtol``) whose events compose, by
+        :func:`pymc_dp.accounting.epsilon_at`, to at most the target ε at δ.
+    basic_temperature : float
+        The temperature of basic composition for the same target
+        (:func:`calibrate_temperature`): the releases' ε add up to the target.
+    target_epsilon, delta : float
+        The (ε, δ) asked for.
+    composition : pymc_dp.accounting.Composition
+        ``epsilon_at(events_at(temperature), delta)``: ``composition.epsilon`` <= target
+        (the guarantee), ``composition.method`` the accounting that gave it,
+        ``composition.basic_epsilon`` the basic total of the same events (what the ledger's
+        :attr:`~pymc_dp.ledger.PrivacyLedger.epsilon` will show).
+    """
+
+    temperature: float
+    basic_temperature: float
+    target_epsilon: float
+    delta: float
+    composition: Composition
+
+    @property
+    def epsilon(self) -> float:
+        """The tight total at δ of the events at :attr:`temperature` (<= the target)."""
+        return self.composition.epsilon
+
+    @property
+    def gain(self) -> float:
+        """basic_temperature / temperature >= 1: how much less the posterior is flattened."""
+        return self.basic_temperature / self.temperature
+
+
+def calibrate_temperature_tight(
+    events_at: Callable[[float], Sequence[PrivacyEvent]],
+    epsilon: float,
+    delta: float,
+    *,
+    basic_temperature: float,
+    rtol: float = 1e-3,
+) -> TightTemperature:
+    """Lowest T >= 1 whose releases are (ε, δ)-DP by the tightest valid composition.
+
+    Guarantee: the returned T satisfies ``epsilon_at(events_at(T), delta).epsilon <= ε``
+    (:func:`pymc_dp.accounting.epsilon_at`, which takes the smallest of basic, advanced,
+    PLD and bounded-range composition, each only where valid), so charging ``events_at(T)``
+    records a run that is (ε, δ)-DP, replace-one. Every release's ε is c/T, so every
+    accounting's total decreases as T grows; T is found by bisection on log T between
+    max(1, ...) and the basic temperature (which always fits: the tight total is never above
+    the basic one), keeping the invariant that the upper end fits, and stops when the two
+    ends are within a relative ``rtol`` (the T returned is at most that much above the
+    lowest that fits).
+
+    Valid as a budget only when the releases and their parameters are fixed before any is
+    drawn — true of a run, whose temperature, sweeps and chains are set in advance; the
+    ledger's budget is a separate check (:class:`~pymc_dp.ledger.PrivacyLedger`,
+    ``tight_budget``).
+
+    Parameters
+    ----------
+    events_at : callable
+        T ↦ the events the run will charge at temperature T (each with ``temperature`` T).
+    epsilon : float
+        Target ε > 0 for the whole run.
+    delta : float
+        Target δ, 0 < δ < 1 (at δ = 0 only basic composition applies: use
+        :func:`calibrate_temperature`).
+    basic_temperature : float
+        T >= 1 of basic composition for the same ε (:func:`calibrate_temperature`).
+    rtol : float, default 1e-3
+        Relative precision of T.
+
+    Returns
+    -------
+    TightTemperature
+
+    Raises
+    ------
+    ValueError
+        If ε, δ or the basic temperature are invalid, or the events do not fit at the basic
+        temperature (they were not built for this ε).
+    """
+    target = validate_epsilon(epsilon)
+    delta = float(delta)
+    if not math.isfinite(delta) or not 0.0 < delta < 1.0:
+        raise ValueError(f"tight accounting needs 0 < delta < 1, got {delta!r}")
+    high = float(basic_temperature)
+    if not math.isfinite(high) or high < 1.0:
+        raise ValueError(f"basic_temperature must be finite and >= 1, got {basic_temperature!r}")
+
+    def composed(temperature: float) -> Composition:
+        return epsilon_at(tuple(events_at(temperature)), delta)
+
+    def fits(composition: Composition) -> bool:
+        return composition.epsilon <= target * (1 + _FITS)
+
+    best = composed(high)
+    if not fits(best):
+        raise ValueError(
+            f"the events at the basic temperature {high:g} compose to "
+            f"{best.epsilon:g} > {target:g}: they do not describe this ε"
+        )
+    low = 1.0
+    at_one = composed(low) if high > low else best
+    if fits(at_one):
+        return TightTemperature(low, float(basic_temperature), target, delta, at_one)
+    while high / low > 1 + rtol:
+        middle = math.sqrt(low * high)
+        if middle in (low, high):
+            break
+        composition = composed(middle)
+        if fits(composition):
+            high, best = middle, composition
+        else:
+            low = middle
+    return TightTemperature(high, float(basic_temperature), target, delta, best)
+
+
+def tight_release_epsilon(
+    epsilon: float, delta: float, compositions: int, *, rtol: float = 1e-9
+) -> float:
+    """Largest ε₀ such that k exponential-mechanism releases of ε₀ each are (ε, δ)-DP.
+
+    The releases are k adaptive posterior draws or Gibbs updates, each ε₀-DP and ε₀-bounded
+    range (the exponential mechanism at temperature T with a utility of sensitivity Δ,
+    ε₀ = 2Δ/T). Their tightest valid total at δ (:func:`pymc_dp.accounting.epsilon_at`:
+    bounded-range composition, Dong, Durfee & Rogers 2020, Prop. 4; advanced composition,
+    Kairouz, Oh & Viswanath 2015, Thm 3.3; basic) is increasing in ε₀, so ε₀ is found by
+    bisection on [ε/k, ε]: ε/k always fits (basic composition), and for k = 1 the answer
+    is ε. The ε₀ returned fits (to the ledger's 1e-12 relative slack).
+
+    Parameters
+    ----------
+    epsilon : float
+        Total ε > 0 of the k releases.
+    delta : float
+        0 < δ < 1.
+    compositions : int
+        k >= 1.
+    rtol : float
+        Relative precision of ε₀.
+
+    Returns
+    -------
+    float
+        ε₀ in [ε/k, ε]; a run of k releases then needs a temperature 2Δ/ε₀ instead of
+        k·2Δ/ε.
+
+    Raises
+    ------
+    ValueError
+        For invalid ε, δ or k.
+
+    Examples
+    --------
+    >>> tight_release_epsilon(1.0, 1e-6, 1)
+    1.0
+    >>> round(tight_release_epsilon(1.0, 1e-6, 1000) * 1000, 1)  # vs 1 by basic composition
+    11.8
+    """
+    target = validate_epsilon(epsilon)
+    delta = float(delta)
+    if not math.isfinite(delta) or not 0.0 < delta < 1.0:
+        raise ValueError(f"tight accounting needs 0 < delta < 1, got {delta!r}")
+    if (
+        isinstance(compositions, bool)
+        or not isinstance(compositions, int | np.integer)
+        or compositions < 1
+    ):
+        raise ValueError(f"compositions must be an integer >= 1, got {compositions!r}")
+    k = int(compositions)
+
+    def fits(release: float) -> bool:
+        event = PrivacyEvent(
+            mechanism="gibbs-exponential",
+            epsilon=k * release,
+            delta=0.0,
+            sensitivity=release / 2.0,
+            neighbouring="replace-one",
+            variables=(),
+            noise_backend="numpy",
+            temperature=1.0,
+            compositions=k,
+        )
+        return epsilon_at((event,), delta).epsilon <= target * (1 + _FITS)
+
+    low, high = target / k, target
+    if fits(high):
+        return high
+    while high - low > rtol * low:
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            break
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low

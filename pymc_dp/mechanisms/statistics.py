@@ -1,4 +1,4 @@
-"""Release Laplace-privatised sufficient statistics of a conjugate link, once.
+"""Release noisy sufficient statistics of a conjugate or bounded link, once.
 
 Data path (Foulds et al. 2016, §3.2 eq. 16–17, §4.2): records → validation → sufficient
 statistics per group (transformation) → Laplace noise (measurement; ledger event first) →
@@ -29,6 +29,14 @@ one row by ||t(x)||₁, replace-one moves one row by t(x') − t(x) or, when rec
 between groups (private labels, G > 1), two rows — so n_g is released under replace-one too,
 and Δ doubles. The family states each Δ (:mod:`~pymc_dp.families.poisson`,
 :mod:`~pymc_dp.families.normal`, :mod:`~pymc_dp.families.regression`).
+
+**Gaussian noise** (``noise="gaussian"``; :mod:`pymc_dp.mechanisms.gaussian`): the same
+statistics, the same released components and the same projection, with N(0, σ²) noise
+calibrated to the **L2** sensitivity of the whole released array (ρ-zCDP, reported as
+(ε, δ)-DP). Conjugate tables: :func:`pymc_dp.families.base.table_l2_sensitivity` (C, √2·C or
+C with C = max trials); bounded families: ``BoundedFamily.l2_sensitivity``. For many
+statistics at once the L2 sensitivity is far below the L1 one (a regression's D − 1 entries:
+√(D − 1) against D − 1), so the Gaussian adds less noise per entry.
 """
 
 from __future__ import annotations
@@ -40,9 +48,15 @@ import numpy as np
 
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import group_sums
-from pymc_dp.families.base import ConjugateLink
+from pymc_dp.families.base import ConjugateLink, table_l2_sensitivity
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
+from pymc_dp.mechanisms.gaussian import (
+    GAUSSIAN_SOURCE,
+    release_gaussian,
+    validate_gaussian_delta,
+    validate_noise,
+)
 from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
 
 __all__ = [
@@ -54,6 +68,7 @@ __all__ = [
     "release_sufficient_statistics",
     "released_components",
     "sufficient_statistics",
+    "sufficient_statistics_l2_sensitivity",
     "sufficient_statistics_sensitivity",
 ]
 
@@ -75,13 +90,16 @@ class ReleasedStatistics:
     event : PrivacyEvent
         The ledger event of the release.
     scale : float
-        Laplace scale b = sensitivity / epsilon of every released component (public).
+        Noise scale of every released component (public): Laplace b = sensitivity / epsilon,
+        or the Gaussian standard deviation σ.
     neighbouring : {"replace-one", "add-remove-one"}
         Neighbouring relation of the release.
     public_totals : ndarray, shape (G,), or None
         Per-group totals Σ_j table[g, j] when they are public (one group, replace-one, public
         trials: n × trials), else None (they are private and only released with noise).
         Noise-aware inference conditions on them.
+    noise : {"laplace", "gaussian"}
+        The noise distribution of the release.
     """
 
     observed: str
@@ -93,6 +111,7 @@ class ReleasedStatistics:
     scale: float = float("nan")
     neighbouring: str = "replace-one"
     public_totals: np.ndarray | None = None
+    noise: str = "laplace"
 
 
 BOUNDED_SOURCES = {
@@ -129,10 +148,12 @@ class BoundedRelease:
         (post-processing of ``noisy`` and the public n).
     event : PrivacyEvent
     scale : float
-        Laplace scale b of every released component (unit scale).
+        Noise scale of every released component (unit scale): Laplace b or Gaussian σ.
     neighbouring : {"replace-one", "add-remove-one"}
     public_n : ndarray, shape (G,), or None
         Record counts when they are public (one group, replace-one), else None.
+    noise : {"laplace", "gaussian"}
+        The noise distribution of the release.
     """
 
     observed: str
@@ -144,6 +165,7 @@ class BoundedRelease:
     scale: float
     neighbouring: str = "replace-one"
     public_n: np.ndarray | None = None
+    noise: str = "laplace"
 
     @property
     def released_index(self) -> np.ndarray:
@@ -169,14 +191,18 @@ def release_bounded(
     neighbouring: str = "replace-one",
     backend: NoiseBackend = "opendp",
     rng: np.random.Generator | None = None,
+    noise: str = "laplace",
+    delta: float = 0.0,
 ) -> BoundedRelease:
-    """Validate, then release a bounded family's statistics with the Laplace mechanism.
+    """Validate, then release a bounded family's statistics with Laplace or Gaussian noise.
 
-    Guarantee: (epsilon, 0)-DP under ``neighbouring`` for the records of ``link.observed``
-    (each element of the observed vector with its group label or its row of covariates), with
-    the data-independent L1 sensitivity the family states from the declared bounds
-    (:meth:`~pymc_dp.families.bounded.BoundedFamily.sensitivity`). Sources:
-    :data:`BOUNDED_SOURCES`.
+    Guarantee: (epsilon, 0)-DP (Laplace) or (epsilon, delta)-DP and ρ-zCDP (Gaussian) under
+    ``neighbouring`` for the records of ``link.observed`` (each element of the observed vector
+    with its group label or its row of covariates), with the data-independent L1 (Laplace) or
+    L2 (Gaussian) sensitivity the family states from the declared bounds
+    (:meth:`~pymc_dp.families.bounded.BoundedFamily.sensitivity`,
+    :meth:`~pymc_dp.families.bounded.BoundedFamily.l2_sensitivity`). Sources:
+    :data:`BOUNDED_SOURCES`; Gaussian: :mod:`pymc_dp.mechanisms.gaussian`.
 
     Parameters
     ----------
@@ -189,6 +215,9 @@ def release_bounded(
     backend : {"opendp", "numpy"}
     rng : numpy.random.Generator, optional
         Only for the NumPy backend.
+    noise : {"laplace", "gaussian"}
+    delta : float
+        δ of a Gaussian release (0 < δ < 1); must be 0 for Laplace.
 
     Returns
     -------
@@ -204,14 +233,18 @@ def release_bounded(
         If the ledger's budget would be exceeded (nothing released).
     """
     validate_neighbouring(neighbouring)
+    _check_noise(noise, delta)
     family, structure = link.family, link.structure
     exact = family.statistics(link)  # validates (and clamps, on opt-in) the records
     index = family.released_components(structure, neighbouring)
     variables = (link.observed,) + ((structure.covariates,) if structure.covariates else ())
-    noisy = release_laplace(
+    noisy = _release(
         exact[:, index],
-        sensitivity=family.sensitivity(structure, neighbouring),
+        noise=noise,
+        l1=lambda: family.sensitivity(structure, neighbouring),
+        l2=lambda: family.l2_sensitivity(structure, neighbouring),
         epsilon=epsilon,
+        delta=delta,
         ledger=ledger,
         neighbouring=neighbouring,
         variables=variables,
@@ -237,6 +270,7 @@ def release_bounded(
         scale=float(event.noise_scale),
         neighbouring=neighbouring,
         public_n=public_n,
+        noise=noise,
     )
 
 
@@ -289,6 +323,16 @@ def sufficient_statistics_sensitivity(link: ConjugateLink, neighbouring: str) ->
     return 2.0 * bound
 
 
+def sufficient_statistics_l2_sensitivity(link: ConjugateLink, neighbouring: str) -> float:
+    """Data-independent L2 sensitivity of the released statistics: C (add-remove-one, or one
+    released component) or √2·C (replace-one, full table), C = max trials
+    (:func:`pymc_dp.families.base.table_l2_sensitivity`)."""
+    one_component = released_components(link, neighbouring) == 1
+    return table_l2_sensitivity(
+        link.family.record_l2_bound(link.domain), neighbouring, one_component
+    )
+
+
 def release_sufficient_statistics(
     link: ConjugateLink,
     epsilon: float,
@@ -297,12 +341,15 @@ def release_sufficient_statistics(
     neighbouring: str = "replace-one",
     backend: NoiseBackend = "opendp",
     rng: np.random.Generator | None = None,
+    noise: str = "laplace",
+    delta: float = 0.0,
 ) -> ReleasedStatistics:
-    """Validate, then release the link's sufficient statistics with the Laplace mechanism.
+    """Validate, then release the link's sufficient statistics with Laplace or Gaussian noise.
 
-    Guarantee: (epsilon, 0)-DP under ``neighbouring`` for the records of ``link.observed``
+    Guarantee: (epsilon, 0)-DP (Laplace, L1 sensitivity) or (epsilon, delta)-DP and ρ-zCDP
+    (Gaussian, L2 sensitivity) under ``neighbouring`` for the records of ``link.observed``
     (each element of the observed vector with its group label and trials). Source: Foulds et
-    al. 2016, §3.2, eq. (16)–(17).
+    al. 2016, §3.2, eq. (16)–(17); Gaussian: :mod:`pymc_dp.mechanisms.gaussian`.
 
     Parameters
     ----------
@@ -315,6 +362,9 @@ def release_sufficient_statistics(
     backend : {"opendp", "numpy"}
     rng : numpy.random.Generator, optional
         Only for the NumPy backend.
+    noise : {"laplace", "gaussian"}
+    delta : float
+        δ of a Gaussian release (0 < δ < 1); must be 0 for Laplace.
 
     Returns
     -------
@@ -335,15 +385,18 @@ def release_sufficient_statistics(
             f"{link.prior} has a truncated prior: sample it with mechanism='ops' (the Laplace "
             "path's conjugate step draws untruncated posteriors)"
         )
+    _check_noise(noise, delta)
     link.validate()
     exact = sufficient_statistics(link)
     n_released = released_components(link, neighbouring)
-    sensitivity = sufficient_statistics_sensitivity(link, neighbouring)
     what = "first component (rest public)" if n_released == 1 else "table"
-    noisy = release_laplace(
+    noisy = _release(
         exact[:, :n_released],
-        sensitivity=sensitivity,
+        noise=noise,
+        l1=lambda: sufficient_statistics_sensitivity(link, neighbouring),
+        l2=lambda: sufficient_statistics_l2_sensitivity(link, neighbouring),
         epsilon=epsilon,
+        delta=delta,
         ledger=ledger,
         neighbouring=neighbouring,
         variables=(link.observed, link.prior),
@@ -372,6 +425,7 @@ def release_sufficient_statistics(
         scale=float(event.noise_scale),
         neighbouring=neighbouring,
         public_totals=public_totals,
+        noise=noise,
     )
 
 
@@ -383,25 +437,31 @@ def release_all(
     neighbouring: str = "replace-one",
     backend: NoiseBackend = "opendp",
     rng: np.random.Generator | None = None,
+    noise: str = "laplace",
+    delta: float = 0.0,
 ) -> list[ReleasedStatistics | BoundedRelease]:
     """Release several links' statistics, all or nothing.
 
     Every link is validated and the *combined* cost is checked against the budget before the
     first noise is drawn, so a bad record or an overspend releases nothing. ``epsilon`` is a
     total split equally across the links (sequential composition: a record may appear in
-    every release) or a dict ``{observed name: epsilon}``. Conjugate links are released by
-    :func:`release_sufficient_statistics`, bounded links by :func:`release_bounded`; one
-    Laplace event per link.
+    every release) or a dict ``{observed name: epsilon}``; with Gaussian noise the total
+    ``delta`` is split equally too (each release is (ε_i, δ/L)-DP; the ledger's tight
+    accounting composes the Gaussian releases more tightly than this sum). Conjugate links
+    are released by :func:`release_sufficient_statistics`, bounded links by
+    :func:`release_bounded`; one event per link.
 
     Raises
     ------
     InvalidPrivateDataError, BudgetExceededError, ValueError
     """
     validate_neighbouring(neighbouring)
+    _check_noise(noise, delta)
     for link in links:
         link.validate()
     epsilons = split_epsilon(epsilon, [link.observed for link in links])
-    ledger.check_all((eps, 0.0) for eps in epsilons.values())
+    deltas = dict.fromkeys(epsilons, float(delta) / max(len(epsilons), 1))
+    ledger.check_all((eps, deltas[name]) for name, eps in epsilons.items())
     return [
         (release_bounded if isinstance(link, BoundedLink) else release_sufficient_statistics)(
             link,
@@ -410,6 +470,35 @@ def release_all(
             neighbouring=neighbouring,
             backend=backend,
             rng=rng,
+            noise=noise,
+            delta=deltas[link.observed],
         )
         for link in links
     ]
+
+
+def _check_noise(noise: str, delta: float) -> None:
+    """Raise ``ValueError`` for an unknown noise, a Gaussian δ outside (0, 1) or a Laplace
+    release given a δ (Laplace spends none: a δ would be recorded for nothing)."""
+    validate_noise(noise)
+    if noise == "gaussian":
+        validate_gaussian_delta(delta)
+    elif float(delta) != 0.0:
+        raise ValueError(
+            f"delta={delta!r} was given for a Laplace release, which is (ε, 0)-DP and spends no "
+            "δ; use noise='gaussian' to spend δ. Nothing was released."
+        )
+
+
+def _release(values, *, noise, l1, l2, epsilon, delta, source, **kwargs) -> np.ndarray:
+    """The Laplace (L1 sensitivity ``l1()``) or Gaussian (L2 ``l2()``) release of ``values``."""
+    if noise == "gaussian":
+        return release_gaussian(
+            values,
+            sensitivity=l2(),
+            epsilon=epsilon,
+            delta=delta,
+            source=f"{GAUSSIAN_SOURCE}; statistics: {source}",
+            **kwargs,
+        )
+    return release_laplace(values, sensitivity=l1(), epsilon=epsilon, source=source, **kwargs)

@@ -18,8 +18,10 @@ __all__ = ["RunRequest"]
 class RunRequest:
     """The options of one :func:`pymc_dp.sample` call that a route needs.
 
-    ``sample_kwargs`` are passed to ``pm.sample`` after the route has removed or checked
-    those that could see unreleased draws.
+    ``noise`` is the statistics route's noise (``"laplace"`` or ``"gaussian"``, then ``delta``
+    is the run's δ); ``accounting`` the posterior-sampling routes' calibration (``"basic"``
+    or ``"tight"``). ``sample_kwargs`` are passed to ``pm.sample`` after the route has
+    removed or checked those that could see unreleased draws.
     """
 
     model: pm.Model
@@ -40,4 +42,6 @@ class RunRequest:
     public: frozenset[str] = frozenset()
     assume_rejection_bound: bool = False
     inference: str | None = None
+    noise: str = "laplace"
+    accounting: str = "basic"
     sample_kwargs: dict[str, Any] = field(default_factory=dict)

@@ -6,6 +6,7 @@ Called by :func:`pymc_dp.sample` when the model was built by
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 
@@ -16,16 +17,17 @@ from pymc_dp.analysis import Recognised
 from pymc_dp.hmm.cells import release_event_of
 from pymc_dp.hmm.privacy import (
     PROJECTIONS,
+    gibbs_sweep_events,
     gibbs_sweep_weight,
-    log_likelihood_bound,
     ops_cost,
-    record_ops_release,
+    ops_release_event,
     release_cell_counts,
 )
 from pymc_dp.inference import check_inference
-from pymc_dp.ledger import PrivacyEvent, validate_epsilon
-from pymc_dp.mechanisms.exponential import calibrate_temperature
+from pymc_dp.ledger import validate_epsilon
+from pymc_dp.mechanisms.exponential import calibrate_temperature, calibrate_temperature_tight
 from pymc_dp.routes.base import RunRequest
+from pymc_dp.routes.tempered import charge_events, check_events, request_accounting
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
@@ -66,7 +68,17 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     event (ε = chains·ε_c) says the guarantee assumes convergence and gives the worst-case
     composed ε of all sweeps, tuning included.
 
-    ``mechanism="gibbs-exponential"``: every draw is released, all sweeps compose.
+    ``mechanism="gibbs-exponential"``: every draw is released, all sweeps compose. The run
+    charges one event per kind of update (states; the pair updates of the features with the
+    same Δ_d), each standing for its ``compositions`` identical exponential mechanisms, so
+    that tight accounting composes the updates, not whole sweeps
+    (:func:`~pymc_dp.hmm.privacy.gibbs_sweep_events`).
+
+    ``accounting="tight"`` (``request.accounting``, with 0 < ``request.delta`` < 1; the
+    tempered mechanisms only): T is the lowest at which the run's events compose to ε at δ
+    (:func:`~pymc_dp.mechanisms.exponential.calibrate_temperature_tight`): the run is
+    (ε, δ)-DP, its ledger's basic total is above ε (a budgeted ledger must be created with
+    ``tight_budget=True``).
 
     The tempered mechanisms (``"ops"``, ``"gibbs-exponential"``) sample the posterior itself,
     at a temperature: they take no ``inference``.
@@ -139,23 +151,35 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         return idata
     noise_seed = noise_seed_from(request.noise_rng)  # the sampler's draws are the privacy noise
     ledger, neighbouring = request.ledger, request.neighbouring
+    accounting = request_accounting(request)
+    if accounting == "tight" and mechanism == "laplace":
+        raise ValueError("accounting='tight' is for the tempered mechanisms")
+    delta = float(request.delta) if accounting == "tight" else 0.0
+    if request.delta and accounting == "basic":
+        raise ValueError(
+            f"the HMM's mechanism={mechanism!r} is pure ε-DP: delta must be 0, or ask for "
+            "accounting='tight'. Nothing was sampled."
+        )
     if mechanism == "gibbs-exponential":
         return _sample_exponential_gibbs(
-            spec, request.draws, epsilon, neighbouring, ledger, noise_seed, kwargs
+            spec, request.draws, epsilon, neighbouring, ledger, noise_seed, kwargs, delta
         )
     return _sample_ops(
-        spec, request.draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs
+        spec, request.draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs, delta
     )
 
 
-def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs):
+def _sample_exponential_gibbs(
+    spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs, delta=0.0
+):
     """Release every draw: each update is an exponential mechanism, all updates compose.
 
     Foulds et al. 2016, §4.1 eq. (19)-(20): an update at temperature T costs 2Δ_l/T. One
     FFBS sweep costs W/T with W = 2Δ + Σ_d (K_d − 1)·2Δ_d
     (:func:`~pymc_dp.hmm.privacy.gibbs_sweep_weight`), so n = chains × (tune + draws) sweeps
     — tuning included, every kept draw depends on it — cost ε at T = max(1, n·W/ε)
-    (:func:`~pymc_dp.mechanisms.exponential.calibrate_temperature`). No convergence
+    (:func:`~pymc_dp.mechanisms.exponential.calibrate_temperature`); with δ > 0 (tight
+    accounting), at the lowest T whose update events compose to ε at δ. No convergence
     assumption is needed.
     """
     if neighbouring != "replace-one":
@@ -166,28 +190,42 @@ def _sample_exponential_gibbs(spec, draws, epsilon, neighbouring, ledger, noise_
     calibration = calibrate_temperature(
         gibbs_sweep_weight(n_categories, spec.lower), epsilon, n_sweeps
     )
-    temperature, total = calibration.temperature, calibration.epsilon
-    ledger.check(total)
+
+    def events_at(temperature: float):
+        return gibbs_sweep_events(
+            n_categories,
+            spec.lower,
+            temperature=temperature,
+            n_sweeps=n_sweeps,
+            neighbouring=neighbouring,
+            variable_names=spec.variable_names,
+            source=EXPONENTIAL_GIBBS_SOURCE,
+        )
+
+    temperature, note = calibration.temperature, ""
+    if delta:
+        tight = calibrate_temperature_tight(
+            events_at, epsilon, delta, basic_temperature=calibration.temperature
+        )
+        temperature, note = tight.temperature, _tight_note(tight)
+    check_events(ledger, events_at(temperature))
     with spec.rebuild(spec.counts), route_context():
         step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
-    ledger.charge(
-        PrivacyEvent(
-            mechanism="gibbs-exponential",
-            epsilon=total,
-            delta=0.0,
-            sensitivity=log_likelihood_bound(n_categories, spec.lower),
-            neighbouring=neighbouring,
-            variables=spec.variable_names,
-            noise_backend="numpy",
-            statistic=(
-                f"every draw of {n_sweeps} Gibbs sweeps (tuning included) at T = {temperature:.4g}"
-            ),
-            source=EXPONENTIAL_GIBBS_SOURCE,
-            temperature=temperature,
-        )
-    )
+    charge_events(ledger, _noted(events_at(temperature), note))
     return keep_groups(idata, _KEPT_GROUPS)
+
+
+def _tight_note(tight) -> str:
+    return (
+        f"; T calibrated for (ε = {tight.target_epsilon:g}, δ = {tight.delta:g}) by "
+        f"{tight.composition.method} composition (basic composition: T = "
+        f"{tight.basic_temperature:.4g})"
+    )
+
+
+def _noted(events, note: str):
+    return [dataclasses.replace(e, statistic=e.statistic + note) for e in events]
 
 
 def _inference(mechanism: str, inference: str | None, method: str) -> str | None:
@@ -220,25 +258,45 @@ def _sample_laplace(spec, noisy, draws, method, inference, kwargs):
     return keep_groups(idata, _KEPT_GROUPS), released
 
 
-def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs):
+def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs, delta=0.0):
     refuse_leaky_options(kwargs)
     chains = int(kwargs.get("chains") or 1)
     kwargs["chains"] = chains
-    cost = ops_cost(spec.counts.n_categories, spec.lower, epsilon / chains)
-    ledger.check(chains * cost.epsilon)
+    tune = int(kwargs.get("tune", 1000))
+    n_categories = spec.counts.n_categories
+    cost = ops_cost(n_categories, spec.lower, epsilon / chains)
+    note = ""
+
+    def event_at(temperature: float):
+        per_chain = ops_cost(n_categories, spec.lower, 2 * cost.log_likelihood_bound / temperature)
+        return ops_release_event(
+            per_chain,
+            n_sweeps=tune + draws,
+            n_chains=chains,
+            neighbouring=neighbouring,
+            variables=spec.variable_names,
+        )
+
+    if delta:
+        tight = calibrate_temperature_tight(
+            lambda t: [event_at(t)], epsilon, delta, basic_temperature=cost.temperature
+        )
+        cost = ops_cost(n_categories, spec.lower, 2 * cost.log_likelihood_bound / tight.temperature)
+        note = _tight_note(tight)
+    check_events(ledger, [event_at(cost.temperature)])
     model = spec.rebuild(spec.counts)
     with model, route_context(), quiet_unreleased():  # only the last draw is released
         step = NaiveBayesHMMGibbs(
             method=method, temperature=cost.temperature, noise_seed=noise_seed
         )
         idata = pm.sample(draws, step=step, **kwargs)
-    tune = int(idata["posterior"].attrs.get("tuning_steps", kwargs.get("tune", 1000)))
-    record_ops_release(
-        ledger,
+    tune = int(idata["posterior"].attrs.get("tuning_steps", tune))
+    event = ops_release_event(
         cost,
         n_sweeps=tune + draws,
         n_chains=chains,
         neighbouring=neighbouring,
         variables=spec.variable_names,
     )
+    ledger.charge(dataclasses.replace(event, statistic=event.statistic + note))
     return last_draw(idata)

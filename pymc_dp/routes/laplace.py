@@ -1,4 +1,4 @@
-"""Route: Laplace-privatised sufficient statistics, then private conjugate Gibbs.
+"""Route: noisy sufficient statistics (Laplace or Gaussian), then private conjugate Gibbs.
 
 Foulds et al. 2016, §3.2 eq. (16)–(17) (release) and §4.2 (sampling). The order of every
 route: analyse and refuse (:func:`pymc_dp.analysis.recognise`, done by the caller) →
@@ -16,6 +16,12 @@ Bounded families (Poisson, Normal with unknown mean and sd, linear regression, w
 ``data_bounds``; :mod:`pymc_dp.families.bounded`) are released by the same ``release_all``
 (one Laplace event each) and become potentials of the private model, plug-in or noise-aware
 (``request.inference``); PyMC's NUTS samples their parameters, next to the conjugate step.
+
+Noise (``pymc_dp.sample(noise=...)``, :attr:`~pymc_dp.routes.base.RunRequest.noise`): ``"laplace"``
+(default; (ε, 0)-DP, L1 sensitivity) or ``"gaussian"`` (:mod:`pymc_dp.mechanisms.gaussian`:
+ρ-zCDP, (ε, δ)-DP with the run's δ split equally across the releases, L2 sensitivity). Both
+readings of the release (noise-aware, plug-in) support both noises for every family: with
+Gaussian noise the release given the true statistics is exactly Normal(T, σ²I), σ known.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from pymc_dp.analysis.rewrite import build_private_model
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.inference import check_inference
 from pymc_dp.ledger import PrivacyLedger
+from pymc_dp.mechanisms.gaussian import validate_noise
 from pymc_dp.mechanisms.statistics import BoundedRelease, ReleasedStatistics, release_all
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
@@ -44,6 +51,11 @@ __all__ = [
 ]
 
 
+def request_noise(request: RunRequest) -> str:
+    """The noise of ``request``, checked."""
+    return validate_noise(request.noise)
+
+
 def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     """Release every link not already released by ``request.step``, then sample.
 
@@ -56,6 +68,7 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     """
     if request.release is not None:
         raise ValueError("the Laplace path releases statistics once; every draw is free")
+    noise = request_noise(request)
     inference = check_inference(request.inference)
     provided = _as_private_steps(request.step)
     done = {r.observed for s in provided for r in s.releases}
@@ -73,6 +86,8 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             neighbouring=request.neighbouring,
             backend=request.noise_backend,
             rng=request.noise_rng,
+            noise=noise,
+            delta=request.delta if noise == "gaussian" else 0.0,
         )
     private = build_private_model(
         request.model,
@@ -143,19 +158,24 @@ def released_statistics_dataset(
 
     A bounded family's components are labelled (``<observed>_statistic`` coordinates such as
     "n", "sum(u)", "sum(u*u)"); they are on the unit scale of the declared bounds, which the
-    variables' attributes state (``data_bounds``, ``laplace_scale``)."""
+    variables' attributes state (``data_bounds``). Every variable's attributes give the
+    release's ``noise`` ("laplace" or "gaussian") and ``noise_scale`` (Laplace b or Gaussian σ;
+    Laplace releases also keep ``laplace_scale``)."""
     data_vars, coords = {}, {}
     for r in releases:
         group_dim = f"{r.observed}_group"
         labels = _group_labels(model, r)
         if labels is not None:
             coords[group_dim] = labels
-        attrs = {}
+        noise = getattr(r, "noise", "laplace")
+        attrs = {"noise": noise, "noise_scale": float(r.scale)}
         if isinstance(r, BoundedRelease):
             names = r.component_names
             coords[f"{r.observed}_statistic"] = names
             coords[f"{r.observed}_released_component"] = [names[i] for i in r.released_index]
-            attrs = {"data_bounds": r.structure.describe_bounds(), "laplace_scale": r.scale}
+            attrs["data_bounds"] = r.structure.describe_bounds()
+            if noise == "laplace":
+                attrs["laplace_scale"] = r.scale
         data_vars[r.observed] = ((group_dim, f"{r.observed}_released_component"), r.noisy, attrs)
         data_vars[f"{r.observed}_projected"] = (
             (group_dim, f"{r.observed}_statistic"),

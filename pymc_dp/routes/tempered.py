@@ -35,6 +35,23 @@ hyperpriors from being flattened by a large T. The default is the paper's joint 
 or the likelihood's when the model has hyperpriors: a hyperprior raised to 1/T may not be
 integrable (explicit joint tempering then warns).
 
+Events. Each run charges one event whose ``compositions`` k says how many identical releases
+it stands for, so that tight accounting (:func:`pymc_dp.accounting.epsilon_at`) sees the
+structure; its ε is the basic total, as before. OPS: k = the released draws (each 2Δ/T).
+Gibbs: k = sweeps × updates per sweep when every update of a sweep is the same exponential
+mechanism (one block, or blocks with equal Δ and no parallel saving between them), each
+update (2Δ_l/T)-DP and bounded range; otherwise k = sweeps, each sweep (W/T)-DP and W/T
+bounded range (the per-update widths add). Metropolis: k = steps (``release="chain"``) or
+chains (``"last"``).
+
+``accounting="tight"`` (with 0 < δ < 1; ``"ops"`` and ``"gibbs-exponential"``): T is the
+lowest at which the run's events compose to ε at δ by the tightest valid accounting
+(:func:`pymc_dp.mechanisms.exponential.calibrate_temperature_tight`), not the highest at which
+their ε add up to ε. The run is then (ε, δ)-DP instead of (ε, 0)-DP, its ledger's basic total
+is above ε, and a ledger with a budget accepts it only if created with ``tight_budget=True``
+(a session never does). Valid because the run's releases and their parameters are fixed before
+the first draw (see :mod:`pymc_dp.accounting`, "What this does not cover").
+
 In every case: T is capped at 1 and only what is spent is charged (never a sharpened posterior;
 §2.2 "cap ε at 2Δ"; :func:`pymc_dp.mechanisms.exponential.calibrate_temperature` with the cost
 of one release at T = 1: 2Δ per draw or step, W per sweep); the whole cost is checked against
@@ -48,8 +65,10 @@ raw data (nor ``lp``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import pymc as pm
@@ -60,7 +79,12 @@ from pymc_dp.analysis.rewrite import data_free_model
 from pymc_dp.analysis.tempered import TemperedModel
 from pymc_dp.families.tempered import TEMPERING
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
-from pymc_dp.mechanisms.exponential import calibrate_temperature
+from pymc_dp.mechanisms.exponential import (
+    ACCOUNTINGS,
+    TemperatureCalibration,
+    calibrate_temperature,
+    calibrate_temperature_tight,
+)
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.noise import noise_seed_from
@@ -69,7 +93,7 @@ from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
 from pymc_dp.traces import keep_groups, last_draw, quiet_unreleased, refuse_leaky_options
 
-__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "run_tempered"]
+__all__ = ["RELEASES", "TEMPERED_MECHANISMS", "request_accounting", "run_tempered"]
 
 RELEASES = ("last", "chain")
 TEMPERED_MECHANISMS = ("ops", "gibbs-exponential", "metropolis")
@@ -126,6 +150,13 @@ def run_tempered(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         if kwargs.get(option) is not None:
             raise ValueError(f"pymc_dp.sample does not take {option!r} for this mechanism")
     analysis = recognised.blocks
+    release, delta = request.release, request.delta
+    accounting = request_accounting(request)
+    if mechanism == "metropolis" and accounting == "tight":
+        raise ValueError(
+            "accounting='tight' is for mechanism='ops' and 'gibbs-exponential' (exponential "
+            "mechanisms); private Metropolis spends its δ on rejections. Nothing was sampled."
+        )
     run = _Run(
         request.model,
         analysis,
@@ -133,14 +164,18 @@ def run_tempered(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         _tempering(request.tempering, analysis),
         noise_seed_from(request.noise_rng),
         request.public,
+        accounting,
+        float(delta) if accounting == "tight" else 0.0,
     )
-    release, delta = request.release, request.delta
     if mechanism == "metropolis":
         return _sample_metropolis(
             run, draws, epsilon, delta, release, request.assume_rejection_bound, kwargs
         )
-    if delta:
-        raise ValueError(f"mechanism={mechanism!r} is pure ε-DP: delta must be 0")
+    if delta and accounting == "basic":
+        raise ValueError(
+            f"mechanism={mechanism!r} is pure ε-DP: delta must be 0, or ask for "
+            "accounting='tight' to spend (ε, δ) at a lower temperature"
+        )
     if mechanism == "gibbs-exponential":
         if release not in (None, "chain"):
             raise ValueError("mechanism='gibbs-exponential' releases every draw: release='chain'")
@@ -157,6 +192,46 @@ def run_tempered(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             "mechanism='gibbs-exponential' to release every draw"
         )
     return _sample_converged_ops(run, draws, epsilon, kwargs)
+
+
+def request_accounting(request: RunRequest) -> str:
+    """The run's ``accounting`` ("basic" unless the request asks for "tight"), checked.
+
+    Tight accounting needs the run's δ: 0 < ``request.delta`` < 1.
+
+    Raises
+    ------
+    ValueError
+        For an unknown accounting, or "tight" without a δ in (0, 1).
+    """
+    accounting = request.accounting
+    if accounting not in ACCOUNTINGS:
+        raise ValueError(f"accounting must be one of {ACCOUNTINGS}, got {accounting!r}")
+    if accounting == "tight" and not 0.0 < float(request.delta) < 1.0:
+        raise ValueError(
+            "accounting='tight' meets ε at a δ: give delta in (0, 1), e.g. 1e-6 (at δ = 0 "
+            "only basic composition is valid). Nothing was sampled."
+        )
+    return accounting
+
+
+def charge_events(ledger: PrivacyLedger, events: Sequence[PrivacyEvent]) -> None:
+    """Charge every event, after checking that all of them fit together (nothing is
+    charged if one would not)."""
+    check_events(ledger, events)
+    for event in events:
+        ledger.charge(event)
+
+
+def check_events(ledger: PrivacyLedger, events: Sequence[PrivacyEvent]) -> None:
+    """Raise :class:`~pymc_dp.BudgetExceededError` if ``events`` together would exceed the
+    ledger's budget, each accounted by its mechanism as :meth:`PrivacyLedger.charge` would
+    (checked on a copy: nothing is recorded)."""
+    if ledger.budget is None:
+        return
+    probe = ledger.copy()
+    for event in events:
+        probe.charge(event)
 
 
 def _tempering(tempering: str | None, analysis: TemperedModel) -> str:
@@ -192,26 +267,53 @@ class _Run:
     tempering: str
     noise_seed: int | None
     public: frozenset[str] = frozenset()
+    accounting: str = "basic"
+    delta: float = 0.0  # the δ at which a tight run meets its ε
 
-    def charge(self, mechanism: str, *, statistic: str, source: str, **fields) -> None:
-        """Record the run's event (before the trace is returned)."""
+    def event(self, mechanism: str, *, statistic: str, source: str, **fields) -> PrivacyEvent:
+        """The run's event (charged by :meth:`record` before the trace is returned)."""
         if self.tempering == "likelihood":
             statistic += "; likelihood tempered, prior kept (base measure)"
         if self.analysis.disjoint:
             statistic += f"; parallel over disjoint {list(map(list, self.analysis.disjoint))}"
-        self.ledger.charge(
-            PrivacyEvent(
-                mechanism=mechanism,
-                delta=fields.pop("delta", 0.0),
-                sensitivity=self.analysis.record_log_likelihood_bound(),
-                neighbouring="replace-one",
-                variables=self.analysis.priors,
-                noise_backend="numpy",
-                statistic=statistic,
-                source=source,
-                **fields,
-            )
+        fields.setdefault("sensitivity", self.analysis.record_log_likelihood_bound())
+        return PrivacyEvent(
+            mechanism=mechanism,
+            delta=fields.pop("delta", 0.0),
+            neighbouring="replace-one",
+            variables=self.analysis.priors,
+            noise_backend="numpy",
+            statistic=statistic,
+            source=source,
+            **fields,
         )
+
+    def temperature(
+        self,
+        calibration: TemperatureCalibration,
+        events_at: Callable[[float], list[PrivacyEvent]],
+        epsilon: float,
+    ) -> tuple[float, str]:
+        """T of the run, and what to add to its event's statistic: the basic calibration's,
+        or under tight accounting the lowest T whose events compose to ε at δ."""
+        if self.accounting == "basic":
+            return calibration.temperature, ""
+        tight = calibrate_temperature_tight(
+            events_at, epsilon, self.delta, basic_temperature=calibration.temperature
+        )
+        return tight.temperature, _tight_note(tight)
+
+    def check(self, events: list[PrivacyEvent]) -> None:
+        """Check the budget before anything is sampled (as the charge will)."""
+        if self.accounting == "basic":
+            self.ledger.check(math.fsum(e.epsilon for e in events))
+        else:
+            check_events(self.ledger, events)
+
+    def record(self, events: list[PrivacyEvent], note: str) -> None:
+        """Charge the run's events (before the trace is returned)."""
+        for event in events:
+            self.ledger.charge(dataclasses.replace(event, statistic=event.statistic + note))
 
     def private_step_trace(self, temperature: float, draws: int, kwargs) -> xr.DataTree:
         """pm.sample with the tempered step on the blocks and PyMC on the data-free rest."""
@@ -244,23 +346,64 @@ def _chains_and_sweeps(kwargs, draws: int) -> tuple[int, int]:
     return chains, chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
 
 
+def _sweep_releases(analysis: TemperedModel) -> tuple[int, float]:
+    """(releases per sweep, Δ of each release's utility) for the Gibbs route's event.
+
+    Every update of a sweep is an exponential mechanism (2Δ_l/T for block l, K − 1 of them
+    for a Dirichlet block). When they all have the same Δ and add up to the sweep's weight
+    (no parallel saving between blocks), each is one of k = sweeps × updates identical
+    releases. Otherwise one sweep is the release: (W/T)-DP, and W/T bounded range (its
+    updates' ranges add up, parallel within disjoint groups), Δ the record's bound.
+    """
+    bounds = [
+        analysis.compose({lik.observed: lik.log_likelihood_bound for lik in block.likelihoods})
+        for block in analysis.blocks
+    ]
+    updates = sum(block.mechanisms_per_update for block in analysis.blocks)
+    same = all(math.isclose(b, bounds[0], rel_tol=1e-12) for b in bounds)
+    if same and math.isclose(2.0 * updates * bounds[0], analysis.sweep_weight(), rel_tol=1e-12):
+        return updates, bounds[0]
+    return 1, analysis.record_log_likelihood_bound()
+
+
+def _tight_note(tight) -> str:
+    """What a tightly calibrated run adds to its event's statistic."""
+    return (
+        f"; T calibrated for (ε = {tight.target_epsilon:g}, δ = {tight.delta:g}) by "
+        f"{tight.composition.method} composition (basic composition: T = "
+        f"{tight.basic_temperature:.4g})"
+    )
+
+
 def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
     chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
     weight = run.analysis.sweep_weight()
+    per_sweep, sensitivity = _sweep_releases(run.analysis)
+
+    def events_at(temperature: float) -> list[PrivacyEvent]:
+        release = "update" if per_sweep > 1 or len(run.analysis.blocks) == 1 else "sweep"
+        return [
+            run.event(
+                "gibbs-exponential",
+                epsilon=n_sweeps * weight / temperature,
+                temperature=temperature,
+                sensitivity=sensitivity,
+                compositions=n_sweeps * per_sweep,
+                statistic=(
+                    f"every draw of {n_sweeps} Gibbs sweeps ({chains} chain(s), tuning "
+                    f"included) at T = {temperature:.4g}; one sweep costs "
+                    f"{weight / temperature:.4g}; {n_sweeps * per_sweep} {release} "
+                    "releases compose"
+                ),
+                source=GIBBS_SOURCE,
+            )
+        ]
+
     calibration = calibrate_temperature(weight, epsilon, n_sweeps)
-    temperature, total = calibration.temperature, calibration.epsilon
-    run.ledger.check(total)
+    temperature, note = run.temperature(calibration, events_at, epsilon)
+    run.check(events_at(temperature))
     idata = run.private_step_trace(temperature, draws, kwargs)
-    run.charge(
-        "gibbs-exponential",
-        epsilon=total,
-        temperature=temperature,
-        statistic=(
-            f"every draw of {n_sweeps} Gibbs sweeps ({chains} chain(s), tuning included) "
-            f"at T = {temperature:.4g}; one sweep costs {weight / temperature:.4g}"
-        ),
-        source=GIBBS_SOURCE,
-    )
+    run.record(events_at(temperature), note)
     return idata
 
 
@@ -271,21 +414,30 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
     per_chain = 1 if release == "last" else int(draws)
     n_draws = chains * per_chain
     bound = run.analysis.record_log_likelihood_bound()
+
+    def events_at(temperature: float) -> list[PrivacyEvent]:
+        return [
+            run.event(
+                "ops",
+                epsilon=n_draws * (2 * bound) / temperature,
+                temperature=temperature,
+                compositions=n_draws,
+                statistic=(
+                    f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})"
+                ),
+                source=OPS_SOURCE,
+            )
+        ]
+
     calibration = calibrate_temperature(2 * bound, epsilon, n_draws)
-    temperature, total = calibration.temperature, calibration.epsilon
-    run.ledger.check(total)
+    temperature, note = run.temperature(calibration, events_at, epsilon)
+    run.check(events_at(temperature))
     kwargs.update(tune=0, compute_convergence_checks=False)
     with warnings.catch_warnings():
         if per_chain == 1:  # ArviZ and PyMC warn about one-draw chains
             warnings.simplefilter("ignore", UserWarning)
         idata = run.private_step_trace(temperature, per_chain, kwargs)
-    run.charge(
-        "ops",
-        epsilon=total,
-        temperature=temperature,
-        statistic=f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})",
-        source=OPS_SOURCE,
-    )
+    run.record(events_at(temperature), note)
     return keep_groups(idata, ("posterior",))
 
 
@@ -293,25 +445,33 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     refuse_leaky_options(kwargs)
     chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
     bound = run.analysis.record_log_likelihood_bound()
+
+    def events_at(temperature: float) -> list[PrivacyEvent]:
+        return [
+            run.event(
+                "ops",
+                epsilon=chains * (2 * bound) / temperature,
+                temperature=temperature,
+                compositions=chains,
+                statistic=(
+                    f"last Gibbs draw of {chains} chain(s) at T = {temperature:.4g} after "
+                    f"{n_sweeps // chains} sweeps each; the guarantee assumes each chain "
+                    "converged"
+                ),
+                source=OPS_SOURCE,
+                assumes_convergence=True,
+                worst_case_epsilon=n_sweeps * run.analysis.sweep_weight() / temperature,
+            )
+        ]
+
     calibration = calibrate_temperature(2 * bound, epsilon, chains)
-    temperature, total = calibration.temperature, calibration.epsilon
-    run.ledger.check(total)
+    temperature, note = run.temperature(calibration, events_at, epsilon)
+    run.check(events_at(temperature))
     # PyMC's warnings and logs read every draw; only the last is released
     with warnings.catch_warnings(), quiet_unreleased():
         warnings.simplefilter("ignore")
         idata = run.private_step_trace(temperature, draws, kwargs)
-    run.charge(
-        "ops",
-        epsilon=total,
-        temperature=temperature,
-        statistic=(
-            f"last Gibbs draw of {chains} chain(s) at T = {temperature:.4g} after "
-            f"{n_sweeps // chains} sweeps each; the guarantee assumes each chain converged"
-        ),
-        source=OPS_SOURCE,
-        assumes_convergence=True,
-        worst_case_epsilon=n_sweeps * run.analysis.sweep_weight() / temperature,
-    )
+    run.record(events_at(temperature), note)
     return last_draw(idata)
 
 
@@ -383,16 +543,18 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
         statistic += f"; the released chain rejected {_rejection_rate(idata):.3g} of its moves"
     else:
         statistic += "; no worst case without convergence (rejections need a δ)"
-    run.charge(
+    event = run.event(
         "metropolis",
         epsilon=cost[0],
         delta=cost[1],
         temperature=temperature,
+        compositions=n_steps if release == "chain" else chains,
         statistic=statistic,
         source=METROPOLIS_SOURCE,
         assumes_convergence=release == "last",
         unverified_assumption=assumption,
     )
+    run.record([event], "")
     if release == "last":
         return last_draw(idata)
     return _without_lp(keep_groups(idata, ("posterior", "sample_stats")))

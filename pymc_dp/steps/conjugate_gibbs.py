@@ -113,6 +113,11 @@ class PrivateConjugateGibbs(BlockedStep):
         with per-record trials.
     public : sequence of str
         ``pm.Data`` containers declared public (:mod:`pymc_dp.analysis.inputs`).
+    noise : {"laplace", "gaussian"}
+        Noise of the release (:mod:`pymc_dp.mechanisms.gaussian` for ``"gaussian"``, which
+        needs ``delta``).
+    delta : float
+        δ of a Gaussian release, 0 < δ < 1, split equally across the children; 0 for Laplace.
     rng, initial_point, compile_kwargs, blocked
         As for PyMC step methods.
 
@@ -131,6 +136,8 @@ class PrivateConjugateGibbs(BlockedStep):
         If a variable is not a conjugate prior of supported private likelihoods.
     InvalidPrivateDataError
         If a record is outside its declared domain (before any noise is drawn).
+    ValueError
+        For an unknown ``noise``, or a ``delta`` that does not fit it (before any release).
     BudgetExceededError
         If the releases would exceed the ledger's budget (nothing is released).
     """
@@ -152,6 +159,8 @@ class PrivateConjugateGibbs(BlockedStep):
         noise_rng: np.random.Generator | None = None,
         max_trials: Mapping[str, int] | None = None,
         public: Sequence[str] = (),
+        noise: str = "laplace",
+        delta: float = 0.0,
         blocked: bool = True,
         rng=None,
         initial_point=None,
@@ -185,6 +194,8 @@ class PrivateConjugateGibbs(BlockedStep):
                 neighbouring=neighbouring,
                 backend=noise_backend,
                 rng=noise_rng,
+                noise=noise,
+                delta=delta,
             )
         elif epsilon is not None:
             raise ValueError("these variables were already released; epsilon must be None")

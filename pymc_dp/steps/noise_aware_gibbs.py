@@ -1,4 +1,4 @@
-"""Noise-aware conjugate Gibbs: posterior draws that account for the Laplace noise.
+"""Noise-aware conjugate Gibbs: posterior draws that account for the privacy noise.
 
 Sources: Bernstein & Sheldon (NeurIPS 2018), §3 (the released statistics are observations of
 latent true statistics through the Laplace mechanism); Ju, Awan, Gong & Rao (NeurIPS 2022), §3
@@ -7,7 +7,8 @@ numerics live in :mod:`pymc_dp.families.latent_counts`.
 
 Guarantee: this step never releases anything. It reads only the releases attached to a
 *private model* (:func:`pymc_dp.analysis.rewrite.build_private_model`): the noisy statistics as
-published, their Laplace scale and the public totals. Every draw is post-processing of the
+published, their noise (Laplace, or Gaussian: :mod:`pymc_dp.mechanisms.gaussian`) and its
+scale, and the public totals. Every draw is post-processing of the
 release whose ledger event :func:`pymc_dp.sample` already recorded; its cost is 0 however
 many chains or draws are run.
 """
@@ -86,7 +87,8 @@ class NoiseAwareConjugateGibbs(BlockedStep):
 
     Where :class:`~pymc_dp.PrivateConjugateGibbs` draws θ from the conjugate posterior of the
     *projected* noisy table as if it were exact (Foulds et al. 2016, §4.2), this step keeps the
-    true counts n latent: the release ñ = n + Laplace(b) is observed, n | θ follows the
+    true counts n latent: the release ñ = n + Laplace(b) (or n + N(0, σ²) for a Gaussian
+    release, ``ReleasedStatistics.noise``) is observed, n | θ follows the
     likelihood, and the draws are from p(θ | ñ) (Bernstein & Sheldon 2018, §3; Ju et al. 2022,
     §3), so credible intervals include the privacy noise.
 
@@ -207,7 +209,7 @@ def _make_noise_aware_update(model: pm.Model, rv, tol: float) -> _NoiseAwareUpda
     for release in releases:
         if not (np.isfinite(release.scale) and release.scale > 0):
             raise ValueError(
-                f"{release.observed}: the release carries no Laplace scale; noise-aware "
+                f"{release.observed}: the release carries no noise scale; noise-aware "
                 "inference needs it"
             )
         totals = release.public_totals
@@ -218,6 +220,7 @@ def _make_noise_aware_update(model: pm.Model, rv, tol: float) -> _NoiseAwareUpda
                 initial_counts(release.table, totals),
                 totals,
                 tol,
+                release.noise,
             )
         )
     exact = None
@@ -226,6 +229,12 @@ def _make_noise_aware_update(model: pm.Model, rv, tol: float) -> _NoiseAwareUpda
         params = tuple(np.broadcast_to(p, update.param_shape) for p in update.prior_params({}))
         prior = concentration_matrix(update.family.prior, params, first.table.shape)
         exact = OneComponentPosterior(
-            first.noisy[:, 0], first.scale, first.public_totals, prior[:, 0], prior[:, 1], tol
+            first.noisy[:, 0],
+            first.scale,
+            first.public_totals,
+            prior[:, 0],
+            prior[:, 1],
+            tol,
+            first.noise,
         )
     return _NoiseAwareUpdate(update=update, latent=latent, exact=exact)

@@ -217,7 +217,7 @@ def test_release_noise_has_the_declared_scale():
 def test_release_over_budget_releases_nothing():
     sim = simulate_records(2, 3, 1, [2], 30, np.random.default_rng(5))
     ledger = PrivacyLedger(budget=1.0)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         release_cell_counts(sim.counts, 2.0, ledger=ledger, backend="numpy")
     assert len(ledger) == 0
 
@@ -631,6 +631,7 @@ def test_private_ops_trace_keeps_only_the_last_draw(simulated):
     assert event.assumes_convergence and event.epsilon == pytest.approx(2.0)
     assert event.temperature == pytest.approx(cost.temperature)
     assert event.worst_case_epsilon == pytest.approx(ops_worst_case_epsilon(cost, 30, 2))
+    assert event.compositions == 2  # one converged draw per chain
 
 
 def test_ops_refuses_untruncated_models_and_overspending(simulated):
@@ -761,11 +762,21 @@ def test_exponential_mechanism_gibbs_releases_every_draw_at_the_composed_cost(si
         progressbar=False,
         random_seed=8,
     )
-    (event,) = PrivacyLedger.from_datatree(idata).events
+    ledger = PrivacyLedger.from_datatree(idata)
     unit = ops_cost([2, 3, 4], 1 / (10 * np.array([2, 3, 4])), 1.0)
     per_sweep = unit.sweep_epsilon * unit.temperature
-    assert event.temperature == pytest.approx(20 * per_sweep / 50.0)
-    assert event.epsilon == pytest.approx(50.0) and not event.assumes_convergence
+    # one event per kind of update: states (20 sweeps) and one per feature (distinct Δ_d)
+    states, *emissions = ledger.events
+    assert [e.compositions for e in ledger.events] == [20, 20 * 1, 20 * 2, 20 * 3]
+    assert states.variables == ("states",) and emissions[2].variables == ("emission_f2",)
+    for event in ledger.events:
+        assert event.temperature == pytest.approx(20 * per_sweep / 50.0)
+        assert not event.assumes_convergence and event.mechanism == "gibbs-exponential"
+        assert event.epsilon / event.compositions == pytest.approx(
+            2 * event.sensitivity / event.temperature
+        )
+    assert states.sensitivity == pytest.approx(unit.log_likelihood_bound)
+    assert ledger.epsilon == pytest.approx(50.0)
     assert idata["posterior"].sizes["draw"] == 12
     with pytest.raises(ValueError, match="whole chain"):
         pymc_dp.sample(5, model=model, epsilon=1.0, mechanism="gibbs-exponential", release="last")

@@ -33,13 +33,13 @@ def test_large_epsilon_caps_the_temperature_and_charges_only_twice_the_bound():
 
 def test_bad_input_and_overspending_release_nothing():
     ledger = PrivacyLedger(budget=0.5)
-    with pytest.raises(InvalidPrivateDataError):
+    with pytest.raises(InvalidPrivateDataError, match=r"Bernoulli records must be"):
         beta_bernoulli_ops([1, np.nan], epsilon=0.1, truncation=0.1, ledger=ledger)
-    with pytest.raises(InvalidPrivateDataError):
+    with pytest.raises(InvalidPrivateDataError, match=r"Bernoulli records must be"):
         beta_bernoulli_ops([1, 2], epsilon=0.1, truncation=0.1, ledger=ledger)
     with pytest.raises(ValueError, match="truncation"):
         beta_bernoulli_ops([1, 0], epsilon=0.1, truncation=0.0, ledger=ledger)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         beta_bernoulli_ops([1, 0], epsilon=1.0, truncation=0.1, ledger=ledger)
     assert len(ledger) == 0
 

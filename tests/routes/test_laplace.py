@@ -192,9 +192,9 @@ def test_budget_refuses_before_releasing_anything():
     with model:
         pymc_dp.sample(20, epsilon=0.7, ledger=ledger, **FAST)
         assert len(ledger) == 1
-        with pytest.raises(BudgetExceededError):
+        with pytest.raises(BudgetExceededError, match=r"release of"):
             pymc_dp.sample(20, epsilon=0.7, ledger=ledger, **FAST)
-        with pytest.raises(BudgetExceededError):
+        with pytest.raises(BudgetExceededError, match=r"release of"):
             pymc_dp.sample(20, epsilon=2.0, budget=1.5, **FAST)
     assert len(ledger) == 1 and ledger.epsilon == 0.7
 
@@ -277,7 +277,7 @@ def test_logit_parameterised_bernoulli_is_refused():
     with pm.Model():
         a = pm.Normal("a")
         pm.Bernoulli("y", logit_p=a, observed=np.ones(5, int))
-        with pytest.raises(NonPrivateModelError):
+        with pytest.raises(NonPrivateModelError, match=r"y: the probability of its bernoulli"):
             pymc_dp.sample(10, epsilon=1.0, **FAST)
 
 

@@ -77,6 +77,7 @@ def test_chain_release_draws_the_tempered_truncated_posterior_exactly():
     temperature = 2 * math.log(9) * draws / epsilon
     assert event.temperature == pytest.approx(temperature)
     assert event.epsilon == pytest.approx(epsilon) and not event.assumes_convergence
+    assert event.compositions == draws  # each released draw is one exponential mechanism
     group_a = idata["posterior"]["rate"].sel(group="a").values.ravel()
     s, n = OUTCOME[GROUP == 0].sum(), (GROUP == 0).sum()
     target = stats.beta((s + 2 - 1) / temperature + 1, (n - s + 1 - 1) / temperature + 1)
@@ -92,7 +93,7 @@ def test_last_release_is_one_draw_per_chain_for_the_whole_epsilon():
     assert dict(idata["posterior"].sizes) == {"chain": 2, "draw": 1, "group": 3}
     event = _only_event(idata)
     assert event.temperature == pytest.approx(2 * 2 * math.log(9))  # ε/2 per chain
-    assert event.epsilon == pytest.approx(1.0)
+    assert event.epsilon == pytest.approx(1.0) and event.compositions == 2
 
 
 def test_surplus_epsilon_is_never_spent_on_a_sharper_posterior():
@@ -201,6 +202,7 @@ def test_ops_through_mcmc_keeps_the_last_draw_and_assumes_convergence():
     assert event.assumes_convergence and event.epsilon == pytest.approx(2.0)
     assert event.temperature == pytest.approx(2 * bound / 1.0)
     assert event.worst_case_epsilon == pytest.approx(2 * 80 * 2 * bound / event.temperature)
+    assert event.compositions == 2  # one converged draw per chain
     with pytest.raises(ValueError, match="gibbs-exponential"):
         pymc_dp.sample(10, model=_hyper_model(), epsilon=2.0, mechanism="ops", release="chain")
 
@@ -222,6 +224,7 @@ def test_gibbs_exponential_composes_every_sweep_including_tuning():
     weight = 2 * bernoulli_log_likelihood_bound(0.05)
     assert event.temperature == pytest.approx(n_sweeps * weight / epsilon)
     assert event.epsilon == pytest.approx(epsilon) and not event.assumes_convergence
+    assert event.compositions == n_sweeps  # one block: one update per sweep
     # every draw declares its cost; kept draws plus tuning sweeps add up to the event
     per_draw = idata["sample_stats"]["privacy_epsilon"].values
     assert per_draw.sum() + chains * tune * per_draw.flat[0] == pytest.approx(epsilon)
@@ -319,6 +322,7 @@ def test_dirichlet_blocks_cost_k_minus_one_pair_updates():
     assert event.temperature == pytest.approx(
         50 * 3 * 2 * categorical_log_likelihood_bound(0.02, 4) / 4.0
     )
+    assert event.compositions == 50 * 3  # each pair update is one exponential mechanism
     draws = idata["posterior"]["shares"].values
     assert draws.min() >= 0.02 and np.allclose(draws.sum(-1), 1.0)
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pymc as pm
@@ -319,7 +320,8 @@ def test_trace_ledger_counts_each_release_once():
 def test_bad_sample_options_raise_before_anything_is_charged(options):
     ledger = PrivacyLedger(budget=1.0)
     kwargs = {"tune": 5, **QUIET, **options}
-    with pytest.raises(ValueError):
+    (name,) = options  # every message names the option it refuses
+    with pytest.raises(ValueError, match=re.escape(name)):
         pymc_dp.sample(5, model=_beta_model(), epsilon=1.0, ledger=ledger, **kwargs)
     assert len(ledger) == 0
 
@@ -329,7 +331,8 @@ def test_bad_sample_options_raise_before_anything_is_charged(options):
 )
 def test_bad_hmm_options_raise_before_the_counts_are_released(options):
     ledger = PrivacyLedger(budget=1.0)
-    with pytest.raises(ValueError):
+    (name,) = options
+    with pytest.raises(ValueError, match=re.escape(name)):
         pymc_dp.sample(
             3, model=naive_bayes_hmm(_counts(), 2), epsilon=1.0, ledger=ledger, **QUIET, **options
         )
@@ -378,7 +381,7 @@ def test_budget_error_does_not_deny_a_provided_steps_release():
     ledger = PrivacyLedger(budget=0.5)
     with _beta_model():
         step = pymc_dp.PrivateConjugateGibbs(epsilon=1.0)  # its own ledger: released now
-        with pytest.raises(BudgetExceededError) as info:
+        with pytest.raises(BudgetExceededError, match=r"release of") as info:
             pymc_dp.sample(5, step=step, ledger=ledger, tune=5, **QUIET)
     message = str(info.value)
     assert "nothing was released" not in message

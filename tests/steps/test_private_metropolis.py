@@ -77,7 +77,7 @@ def test_refusals_and_budget():
     with pytest.raises(ValueError, match="δ"):
         _sample("chain", 1.0)  # δ = 0 cannot cover rejections
     ledger = PrivacyLedger(budget=(1.0, 1e-3))
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of"):
         _sample("chain", 2.0, delta=1e-6, ledger=ledger)
     assert len(ledger) == 0
     with pytest.raises(ValueError, match="proposal_scale"):
