@@ -73,6 +73,7 @@ LATENT = {
     "regression": {
         "y_noise_variance",
         "y_covariate_mean",
+        "y_covariate_spread",
         "y_covariate_sd",
         "y_covariate_corr_chol",
     },
