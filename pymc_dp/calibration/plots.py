@@ -74,7 +74,7 @@ def plot_calibration(
                 axis.set_xlabel("n (records)")
     axes[0, -1].legend(loc="lower right", fontsize=7)
     figure.suptitle(f"Coverage of central {level:.0%} intervals (target band shaded)")
-    figure.tight_layout()
+    figure.tight_layout(rect=(0.03, 0, 1, 0.985))
     if path is not None:
         figure.savefig(path, dpi=120)
     return figure
