@@ -43,9 +43,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from pymc_dp.errors import InvalidPrivateDataError
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
-from pymc_dp.mechanisms.laplace import NOISE_BACKENDS, NoiseBackend, _opendp
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
+from pymc_dp.mechanisms.laplace import NoiseBackend, _opendp, check_release_inputs
 
 __all__ = [
     "GAUSSIAN_SOURCE",
@@ -232,17 +231,7 @@ def release_gaussian(
     ValueError
         If epsilon, delta, sensitivity, neighbouring or backend is invalid.
     """
-    array = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(array)):
-        raise InvalidPrivateDataError(
-            f"statistic of {', '.join(variables)} contains NaN or infinite values; "
-            "nothing was released"
-        )
-    validate_neighbouring(neighbouring)
-    if backend not in NOISE_BACKENDS:
-        raise ValueError(f"backend must be one of {NOISE_BACKENDS}, got {backend!r}")
-    if backend == "opendp" and rng is not None:
-        raise ValueError("rng is only used by the numpy backend; OpenDP draws its own noise")
+    array = check_release_inputs(values, variables, neighbouring, backend, rng)
     calibration = gaussian_calibration(sensitivity, epsilon, delta)
     event = PrivacyEvent(
         mechanism="gaussian",

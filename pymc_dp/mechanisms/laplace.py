@@ -133,16 +133,7 @@ def release_laplace(
     ValueError
         If epsilon, sensitivity, neighbouring or backend is invalid.
     """
-    array = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(array)):
-        raise InvalidPrivateDataError(
-            f"statistic of {', '.join(variables)} contains NaN or infinite values; "
-            "nothing was released"
-        )
-    validate_neighbouring(neighbouring)
-    _check_backend(backend)
-    if backend == "opendp" and rng is not None:
-        raise ValueError("rng is only used by the numpy backend; OpenDP draws its own noise")
+    array = check_release_inputs(values, variables, neighbouring, backend, rng)
     scale = laplace_scale(sensitivity, epsilon, backend)
     event = PrivacyEvent(
         mechanism="laplace",
@@ -173,6 +164,31 @@ _NUMPY_ASSUMPTION = (
     "the generator's state stays secret (a known seed reproduces the noise) and ignores "
     "floating-point attacks on the noise (Mironov 2012)"
 )
+
+
+def check_release_inputs(values, variables, neighbouring, backend, rng) -> np.ndarray:
+    """The checks every noise release makes before its budget check: finite values (OpenDP
+    silently treats NaN as 0), a known neighbouring relation and backend, no ``rng`` for
+    OpenDP. Returns ``values`` as float64.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        If ``values`` contains NaN or infinities (names the variables, never a value).
+    ValueError
+        For an unknown neighbouring relation or backend, or an ``rng`` with OpenDP.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(array)):
+        raise InvalidPrivateDataError(
+            f"statistic of {', '.join(variables)} contains NaN or infinite values; "
+            "nothing was released"
+        )
+    validate_neighbouring(neighbouring)
+    _check_backend(backend)
+    if backend == "opendp" and rng is not None:
+        raise ValueError("rng is only used by the numpy backend; OpenDP draws its own noise")
+    return array
 
 
 def _check_backend(backend: str) -> None:
