@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from pymc_dp.ledger import validate_delta
+
 __all__ = [
     "AuditResult",
     "audit_mechanism",
@@ -104,9 +106,7 @@ def epsilon_lower_bound_from_counts(
     float
         The lower bound, or 0.0 when no bound is positive.
     """
-    delta = float(delta)
-    if not 0.0 <= delta < 1.0:
-        raise ValueError(f"delta must satisfy 0 <= delta < 1, got {delta!r}")
+    delta = validate_delta(delta)
     low_0, high_0 = clopper_pearson(hits_0, n_0, alpha / 2)
     low_1, high_1 = clopper_pearson(hits_1, n_1, alpha / 2)
     candidates = (

@@ -101,11 +101,21 @@ def split_epsilon(epsilon: float | Mapping[str, float], names: Iterable[str]) ->
     return {name: total / len(names) for name in names}
 
 
-def validate_delta(delta: float, name: str = "delta") -> float:
-    """Return ``delta`` as a float, or raise ``ValueError`` unless 0 <= delta < 1."""
+def validate_delta(
+    delta: float, name: str = "delta", *, positive: bool = False, reason: str = ""
+) -> float:
+    """Return the DP ``delta`` as a float, or raise ``ValueError`` unless 0 <= δ < 1.
+
+    ``positive=True`` also refuses δ = 0 (mechanisms and accountings that are never pure DP:
+    the Gaussian mechanism, tight composition); ``reason`` is appended to the message to say
+    why. The one check of δ for every mechanism, route and accounting that takes one (the
+    accounting module, which imports nothing from the ledger, keeps its own).
+    """
     value = float(delta)
-    if not math.isfinite(value) or not 0.0 <= value < 1.0:
-        raise ValueError(f"{name} must satisfy 0 <= {name} < 1, got {delta!r}")
+    above_zero = 0.0 < value if positive else 0.0 <= value
+    if not (math.isfinite(value) and above_zero and value < 1.0):
+        bound = "0 <" if positive else "0 <="
+        raise ValueError(f"{name} must satisfy {bound} {name} < 1{reason}, got {delta!r}")
     return value
 
 

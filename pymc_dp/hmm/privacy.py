@@ -269,7 +269,8 @@ class OPSCost:
     temperature : float
         T = max(1, 2Δ/ε): above ε = 2Δ the exact posterior is used (never sharpened).
     epsilon : float
-        ε charged for one converged draw: min(ε requested, 2Δ).
+        ε charged for one converged draw: 2Δ/T, computed from the temperature the sampler
+        runs at (not copied from the calibration), which is min(ε requested, 2Δ).
     sweep_weight : float
         W, one record's cost of one full Gibbs sweep at T = 1 (:func:`gibbs_sweep_weight`).
     sweep_epsilon : float
@@ -284,7 +285,7 @@ class OPSCost:
             2.0 * self.log_likelihood_bound, epsilon
         )
         self.temperature = self.calibration.temperature
-        self.epsilon = self.calibration.epsilon
+        self.epsilon = 2.0 * self.log_likelihood_bound / self.temperature
         self.sweep_epsilon = self.sweep_weight / self.temperature
 
     def __repr__(self) -> str:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.accounting import Composition, epsilon_at
-from pymc_dp.ledger import PrivacyEvent, validate_epsilon
+from pymc_dp.ledger import PrivacyEvent, validate_delta, validate_epsilon
 
 __all__ = [
     "ACCOUNTINGS",
@@ -203,9 +203,7 @@ def gibbs_posterior_inverse_temperature(
         If ε, L or m_π is not finite and > 0, or δ is not in (0, 1).
     """
     epsilon = validate_epsilon(epsilon)
-    delta = float(delta)
-    if not math.isfinite(delta) or not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must satisfy 0 < delta < 1, got {delta!r}")
+    delta = validate_delta(delta, positive=True)
     values = {"lipschitz": lipschitz, "strong_convexity": strong_convexity}
     for name, value in values.items():
         if not math.isfinite(float(value)) or float(value) <= 0:
@@ -308,9 +306,7 @@ def calibrate_temperature_tight(
         temperature (they were not built for this ε).
     """
     target = validate_epsilon(epsilon)
-    delta = float(delta)
-    if not math.isfinite(delta) or not 0.0 < delta < 1.0:
-        raise ValueError(f"tight accounting needs 0 < delta < 1, got {delta!r}")
+    delta = validate_delta(delta, positive=True, reason=" for tight accounting")
     high = float(basic_temperature)
     if not math.isfinite(high) or high < 1.0:
         raise ValueError(f"basic_temperature must be finite and >= 1, got {basic_temperature!r}")
@@ -386,9 +382,7 @@ def tight_release_epsilon(
     11.8
     """
     target = validate_epsilon(epsilon)
-    delta = float(delta)
-    if not math.isfinite(delta) or not 0.0 < delta < 1.0:
-        raise ValueError(f"tight accounting needs 0 < delta < 1, got {delta!r}")
+    delta = validate_delta(delta, positive=True, reason=" for tight accounting")
     if (
         isinstance(compositions, bool)
         or not isinstance(compositions, int | np.integer)

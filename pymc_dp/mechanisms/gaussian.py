@@ -36,14 +36,13 @@ event → draw → return. Bad input raises before anything is charged.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
+from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_epsilon
 from pymc_dp.mechanisms.laplace import NoiseBackend, _opendp, check_release_inputs
 
 __all__ = [
@@ -78,14 +77,15 @@ def validate_gaussian_delta(delta: float, name: str = "delta") -> float:
 
     The Gaussian mechanism is never pure DP: every (ε, δ) guarantee it has needs δ > 0.
     """
-    value = float(delta)
-    if not math.isfinite(value) or not 0.0 < value < 1.0:
-        raise ValueError(
-            f"{name} must satisfy 0 < {name} < 1 for the Gaussian mechanism (it is never "
-            f"(ε, 0)-DP: give e.g. {name}=1e-6, well below 1/n), got {delta!r}. "
-            "Nothing was released."
-        )
-    return value
+    return validate_delta(
+        delta,
+        name,
+        positive=True,
+        reason=(
+            f" for the Gaussian mechanism (it is never (ε, 0)-DP: give e.g. {name}=1e-6, well "
+            "below 1/n; nothing was released)"
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 
-from pymc_dp.ledger import validate_epsilon
+from pymc_dp.ledger import validate_delta, validate_epsilon
 from pymc_dp.mechanisms.exponential import gibbs_posterior_inverse_temperature
 from pymc_dp.theory._checks import non_negative, open_unit, positive, warn_if_vacuous
 
@@ -328,9 +328,7 @@ def approximate_sampling_delta(epsilon: float, delta: float, tv_distance: float)
         If an argument is out of range.
     """
     epsilon = validate_epsilon(epsilon)
-    delta = non_negative(delta, "delta")
-    if not delta < 1.0:
-        raise ValueError(f"delta must satisfy 0 <= delta < 1, got {delta!r}")
+    delta = validate_delta(delta)
     gamma = non_negative(tv_distance, "tv_distance")
     if gamma > 1.0:
         raise ValueError(f"tv_distance must be <= 1, got {tv_distance!r}")

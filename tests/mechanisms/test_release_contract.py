@@ -1,0 +1,297 @@
+"""The contract of the calibration and release functions, written to kill the mutants that
+survived mutation testing (docs/mutation_testing.md): uncached calibration, every field of a
+release's ledger event, which noise source each backend uses, the boundaries of δ, names in
+error messages, and the precision the bisections promise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pymc_dp import PrivacyLedger
+from pymc_dp.accounting import epsilon_at
+from pymc_dp.ledger import PrivacyEvent, validate_delta
+from pymc_dp.mechanisms import gaussian, laplace
+from pymc_dp.mechanisms.exponential import (
+    calibrate_temperature_tight,
+    gibbs_posterior_inverse_temperature,
+    tight_release_epsilon,
+)
+
+DELTA = 1e-6
+
+
+# --- the one check of δ ----------------------------------------------------------------------
+@pytest.mark.parametrize("delta", [0.0, 1e-300, 0.5, 1 - 1e-12])
+def test_validate_delta_accepts_the_unit_interval_from_zero(delta):
+    assert validate_delta(delta) == delta
+
+
+@pytest.mark.parametrize("delta", [1.0, 1.5, 2.0, -1e-12, math.nan, math.inf, -math.inf])
+def test_validate_delta_refuses_outside_it(delta):
+    with pytest.raises(ValueError, match=r"^delta must satisfy 0 <= delta < 1, got"):
+        validate_delta(delta)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, math.nan])
+def test_validate_delta_positive_refuses_zero_and_says_why(delta):
+    with pytest.raises(ValueError, match=r"^eps_delta must satisfy 0 < eps_delta < 1 \(why\)"):
+        validate_delta(delta, "eps_delta", positive=True, reason=" (why)")
+
+
+# --- the Gaussian mechanism -------------------------------------------------------------------
+def test_gaussian_calibration_computed_afresh_is_certified_and_minimal():
+    """The calibration is cached; computed afresh (cache cleared), OpenDP's own map of the
+    chain at the returned σ certifies (ε, δ) and 1% less noise does not."""
+    gaussian._calibrate.cache_clear()
+    calibration = gaussian.gaussian_calibration(1.0, 1.0, DELTA)
+    assert calibration.scale == pytest.approx(4.53, abs=0.01)
+    certified = gaussian._approx_measurement(calibration.scale, DELTA).map(1.0)
+    assert certified[0] <= 1.0 and certified[1] <= DELTA
+    assert gaussian._approx_measurement(0.99 * calibration.scale, DELTA).map(1.0)[0] > 1.0
+    assert calibration.rho == pytest.approx(1.0 / (2 * calibration.scale**2), rel=1e-6)
+    assert (calibration.epsilon, calibration.delta, calibration.sensitivity) == (1.0, DELTA, 1.0)
+
+
+def _release(backend="numpy", rng=None, **fields):
+    ledger = PrivacyLedger()
+    noisy = gaussian.release_gaussian(
+        np.array([[3.0, 4.0], [5.0, 6.0]]),
+        sensitivity=2.0,
+        epsilon=1.0,
+        delta=DELTA,
+        ledger=ledger,
+        neighbouring="replace-one",
+        variables=["y"],
+        statistic="sums",
+        backend=backend,
+        rng=rng,
+        **fields,
+    )
+    return noisy, ledger
+
+
+def test_gaussian_event_records_every_field():
+    _, ledger = _release(
+        rng=np.random.default_rng(0), source="user statistic", clamping="y clamped to [0, 1]"
+    )
+    (event,) = ledger.events
+    assert event.mechanism == "gaussian"
+    assert event.statistic == "sums"
+    assert event.source == "user statistic"
+    assert event.clamping == "y clamped to [0, 1]"
+    assert event.variables == ("y",)
+    assert event.noise_backend == "numpy"
+    assert event.sensitivity == 2.0
+    assert event.noise_scale == pytest.approx(2.0 * 4.53, abs=0.02)
+    _, ledger = _release(rng=np.random.default_rng(0))
+    assert ledger.events[0].clamping == ""
+    assert ledger.events[0].source == gaussian.GAUSSIAN_SOURCE
+
+
+def test_gaussian_numpy_backend_adds_the_generators_noise():
+    noisy, ledger = _release(rng=np.random.default_rng(5))
+    scale = ledger.events[0].noise_scale
+    expected = np.array([[3.0, 4.0], [5.0, 6.0]]) + np.random.default_rng(5).normal(
+        0.0, scale, size=(2, 2)
+    )
+    np.testing.assert_array_equal(noisy, expected)
+    assert noisy.dtype == np.float64
+
+
+def test_gaussian_opendp_backend_draws_from_opendp(monkeypatch):
+    calls = []
+    real = gaussian._gaussian_measurement
+
+    def spy(scale):
+        calls.append(scale)
+        return real(scale)
+
+    monkeypatch.setattr(gaussian, "_gaussian_measurement", spy)
+    monkeypatch.setattr(
+        np.random, "default_rng", lambda *a: pytest.fail("the OpenDP backend used NumPy")
+    )
+    noisy, ledger = _release(backend="opendp")
+    assert calls == [ledger.events[0].noise_scale]
+    assert noisy.shape == (2, 2) and noisy.dtype == np.float64
+    assert np.all(np.isfinite(noisy)) and not np.array_equal(noisy, [[3.0, 4.0], [5.0, 6.0]])
+
+
+# --- the exponential mechanism and tight accounting -------------------------------------------
+@pytest.mark.parametrize("delta", [0.0, 1.0, math.nan])
+def test_gibbs_posterior_temperature_refuses_delta_outside_the_open_interval(delta):
+    with pytest.raises(ValueError, match=r"^delta must satisfy 0 < delta < 1, got"):
+        gibbs_posterior_inverse_temperature(1.0, delta, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("name", ["lipschitz", "strong_convexity"])
+@pytest.mark.parametrize("value", [0.0, -1.0, math.inf])
+def test_gibbs_posterior_temperature_names_the_bad_constant(name, value):
+    arguments = {"lipschitz": 1.0, "strong_convexity": 1.0, name: value}
+    with pytest.raises(ValueError, match=rf"^{name} must be a finite number > 0"):
+        gibbs_posterior_inverse_temperature(1.0, DELTA, **arguments)
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0])
+def test_tight_calibration_refuses_delta_outside_the_open_interval(delta):
+    with pytest.raises(ValueError, match=r"0 < delta < 1 for tight accounting"):
+        calibrate_temperature_tight(lambda t: [], 1.0, delta, basic_temperature=2.0)
+    with pytest.raises(ValueError, match=r"0 < delta < 1 for tight accounting"):
+        tight_release_epsilon(1.0, delta, 10)
+
+
+@pytest.mark.parametrize("compositions", [2.5, True, 0, -3, "10"])
+def test_tight_release_epsilon_refuses_non_integer_compositions(compositions):
+    with pytest.raises(ValueError, match=r"^compositions must be an integer >= 1"):
+        tight_release_epsilon(1.0, DELTA, compositions)
+
+
+def _releases(epsilon0, k):
+    return PrivacyEvent(
+        mechanism="gibbs-exponential",
+        epsilon=k * epsilon0,
+        delta=0.0,
+        sensitivity=epsilon0 / 2,
+        neighbouring="replace-one",
+        variables=("theta",),
+        noise_backend="numpy",
+        temperature=1.0,
+        compositions=k,
+    )
+
+
+def test_tight_release_epsilon_meets_its_relative_precision():
+    """rtol = 0 bisects to the last float (the loop's exit on a repeated midpoint); the
+    default rtol = 1e-9 answer lies within 1e-9 of it, below it (it fits)."""
+    exact = tight_release_epsilon(1.0, DELTA, 1000, rtol=0.0)
+    assert isinstance(exact, float)
+    assert epsilon_at([_releases(exact, 1000)], DELTA).epsilon <= 1.0 * (1 + 1e-12)
+    assert epsilon_at([_releases(exact * (1 + 1e-9), 1000)], DELTA).epsilon > 1.0
+    default = tight_release_epsilon(1.0, DELTA, 1000)
+    assert exact * (1 - 1e-9) <= default <= exact
+
+
+@pytest.mark.parametrize("basic_temperature", [0.5, math.nan, math.inf])
+def test_tight_calibration_refuses_a_bad_basic_temperature(basic_temperature):
+    with pytest.raises(ValueError, match=r"^basic_temperature must be finite and >= 1"):
+        calibrate_temperature_tight(lambda t: [], 1.0, DELTA, basic_temperature=basic_temperature)
+
+
+def test_tight_calibration_refuses_events_that_do_not_describe_the_epsilon():
+    with pytest.raises(ValueError, match=r"compose to 2 > 1: they do not describe this ε"):
+        calibrate_temperature_tight(
+            lambda t: [_releases(2.0 / t, 1)], 1.0, DELTA, basic_temperature=1.0
+        )
+
+
+def test_tight_calibration_at_temperature_one_reports_every_field():
+    """basic T = 1 (the releases already fit untempered): T = 1, and the result carries the
+    basic temperature, target and δ it was asked for."""
+    result = calibrate_temperature_tight(
+        lambda t: [_releases(0.5 / t, 1)], 1.0, DELTA, basic_temperature=1.0
+    )
+    assert (result.temperature, result.basic_temperature) == (1.0, 1.0)
+    assert (result.target_epsilon, result.delta) == (1.0, DELTA)
+    assert 0.49 < result.epsilon <= 0.5 * (1 + 1e-12) and result.gain == 1.0
+    result = calibrate_temperature_tight(
+        lambda t: [_releases(0.5 / t, 1)], 1.0, DELTA, basic_temperature=4.0
+    )
+    assert (result.temperature, result.basic_temperature, result.target_epsilon) == (1.0, 4.0, 1.0)
+    assert result.gain == 4.0
+
+
+def test_tight_calibration_bisects_to_its_relative_precision():
+    """k = 1000 releases of ε₀ = c/T, target ε = 1 at δ: the T returned fits and is within
+    rtol of the lowest T that fits (tight_release_epsilon gives that one directly)."""
+    k, c = 1000, 1.0
+    lowest = c / tight_release_epsilon(1.0, DELTA, k, rtol=0.0)
+    for rtol in (1e-3, 1e-6):
+        result = calibrate_temperature_tight(
+            lambda t: [_releases(c / t, k)], 1.0, DELTA, basic_temperature=c * k, rtol=rtol
+        )
+        assert lowest * (1 - 1e-9) <= result.temperature <= lowest * (1 + rtol) * (1 + 1e-9)
+        assert result.epsilon <= 1.0 * (1 + 1e-12)
+
+
+# --- the Laplace mechanism --------------------------------------------------------------------
+def _laplace(backend="numpy", rng=None, **fields):
+    ledger = PrivacyLedger()
+    noisy = laplace.release_laplace(
+        np.array([3.0, 4.0, 5.0]),
+        sensitivity=2.0,
+        epsilon=0.7,
+        ledger=ledger,
+        neighbouring="add-remove-one",
+        variables=["y"],
+        statistic="counts",
+        backend=backend,
+        rng=rng,
+        **fields,
+    )
+    return noisy, ledger
+
+
+def test_laplace_event_records_every_field_and_the_backends_own_scale():
+    # OpenDP nudges this scale up by a few ulps; the NumPy backend's is exactly Δ/ε
+    assert laplace.laplace_scale(2.0, 0.7, "opendp") > 2.0 / 0.7
+    noisy, ledger = _laplace(rng=np.random.default_rng(3), clamping="y clamped to [0, 9]")
+    (event,) = ledger.events
+    assert event.noise_scale == 2.0 / 0.7
+    assert event.clamping == "y clamped to [0, 9]"
+    assert event.source == "Foulds et al. 2016, §3.2, eq. (16)-(17)"
+    assert (event.mechanism, event.statistic, event.variables) == ("laplace", "counts", ("y",))
+    assert (event.neighbouring, event.noise_backend) == ("add-remove-one", "numpy")
+    expected = np.array([3.0, 4.0, 5.0]) + np.random.default_rng(3).laplace(0.0, 2.0 / 0.7, size=3)
+    np.testing.assert_array_equal(noisy, expected)
+    _, ledger = _laplace(rng=np.random.default_rng(3), source="user statistic")
+    assert ledger.events[0].clamping == "" and ledger.events[0].source == "user statistic"
+
+
+def test_laplace_opendp_backend_draws_from_opendp(monkeypatch):
+    calls = []
+    real = laplace._opendp_measurement
+
+    def spy(scale):
+        calls.append(scale)
+        return real(scale)
+
+    monkeypatch.setattr(laplace, "_opendp_measurement", spy)
+    monkeypatch.setattr(
+        np.random, "default_rng", lambda *a: pytest.fail("the OpenDP backend used NumPy")
+    )
+    noisy, ledger = _laplace(backend="opendp")
+    assert ledger.events[0].noise_scale == laplace.laplace_scale(2.0, 0.7, "opendp")
+    assert calls[-1] == ledger.events[0].noise_scale
+    assert noisy.dtype == np.float64 and np.all(np.isfinite(noisy))
+
+
+# --- the ledger ---------------------------------------------------------------------------
+def test_remaining_without_a_budget_is_unbounded():
+    assert PrivacyLedger().remaining() == (math.inf, 1.0)
+
+
+def test_copy_keeps_budget_events_tight_flag_and_session():
+    ledger = PrivacyLedger(budget=(3.0, 1e-5), tight_budget=True)
+    _laplace_into(ledger)
+    ledger.session = {"path": "budget.jsonl", "dataset_id": "stops"}
+    copy = ledger.copy()
+    assert copy.budget == (3.0, 1e-5) and copy.tight_budget
+    assert copy.events == ledger.events and copy.session == ledger.session
+    _laplace_into(copy)
+    assert len(copy) == 2 and len(ledger) == 1  # a copy, not a view
+
+
+def _laplace_into(ledger):
+    laplace.release_laplace(
+        np.array([1.0]),
+        sensitivity=1.0,
+        epsilon=1.0,
+        ledger=ledger,
+        neighbouring="replace-one",
+        variables=["y"],
+        statistic="count",
+        backend="numpy",
+        rng=np.random.default_rng(0),
+    )
