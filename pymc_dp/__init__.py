@@ -7,7 +7,7 @@ carry a privacy ledger inside every trace.
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_dp import analysis, hmm, models, routes, tempered, theory
+from pymc_dp import analysis, hmm, limits, models, routes, tempered, theory
 from pymc_dp.analysis.conjugate import analyse_model
 from pymc_dp.analysis.rewrite import build_private_model
 from pymc_dp.errors import (
@@ -64,6 +64,7 @@ __all__ = [
     "analysis",
     "build_private_model",
     "hmm",
+    "limits",
     "models",
     "private_trace",
     "release_sufficient_statistics",

@@ -29,6 +29,7 @@ MIN_FIGURES = {
     "03_posterior_sampling_theory": 4,
     "04_posterior_sampling_mpls_stops": 2,
     "05_calibrated_posteriors": 3,
+    "06_inferential_limits": 5,
 }
 EXECUTED_IN_CI = ("05_calibrated_posteriors",)
 """Notebooks that this suite also runs top to bottom (the others take minutes)."""
