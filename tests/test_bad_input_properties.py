@@ -5,13 +5,22 @@ domain) on the Laplace and the posterior-sampling routes, ``pymc_dp.sample`` mus
 error whose message names the offending option or variable, and both the ``ledger=`` passed
 in and a :class:`~pymc_dp.PrivacySession` file passed as ``session=`` must be untouched: no
 event, no spend, not one byte more in the file.
+
+The naive-Bayes HMM is reached through its own entry points (records coded as integers,
+a DataFrame of labels, a count tensor, then :func:`pymc_dp.models.naive_bayes_hmm` and
+``pymc_dp.sample``): for every bad record, label, tensor or option the error must also give
+counts and never a value, the noise generator must not be drawn from, and ``pm.sample`` must
+never run.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +29,8 @@ from hypothesis import strategies as st
 import pymc_dp
 from pymc_dp import InvalidPrivateDataError, PrivacyLedger, PrivacySession
 from pymc_dp.distributions import TruncatedBeta
+from pymc_dp.hmm import CellCounts, cell_counts, cell_counts_from_frame, release_cell_counts
+from pymc_dp.models import naive_bayes_hmm
 
 GOOD = [1, 0, 1, 1, 0]
 SETTINGS = settings(
@@ -113,3 +124,578 @@ def test_bad_records_raise_and_charge_nothing(tmp_path_factory, mechanism, recor
             )
     assert ledger.events == () and len(session.events) == 0
     assert (path.stat().st_size if path.exists() else 0) == size
+
+
+# --- the naive-Bayes HMM ------------------------------------------------------------------------
+# A user counts records into cells (cell_counts, cell_counts_from_frame or a CellCounts tensor),
+# builds naive_bayes_hmm on them and calls pymc_dp.sample. Whatever the bad input, the error must
+# name the variable, give counts (never a value), and nothing may be charged, drawn or sampled.
+
+HMM_GRID = {"regions": ["a", "b"], "times": ["t0", "t1", "t2"], "features": ["x", "y"]}
+HMM_CATEGORIES = [["p", "q"], ["u", "v", "w"]]
+HMM_REGION = np.array([0, 1, 1, 0, 1, 0, 1, 1])
+HMM_TIME = np.array([0, 2, 1, 1, 0, 2, 2, 1])
+HMM_RECORDS = np.array([[0, 1], [1, 2], [0, 0], [1, 1], [0, 2], [1, 0], [0, 1], [1, 2]])
+HMM_CODES = {  # variable -> (message label, noun, number of declared codes)
+    "region": ("region", "code", 2),
+    "time": ("time", "code", 3),
+    "x": ("feature 'x'", "category", 2),
+    "y": ("feature 'y'", "category", 3),
+}
+HMM_MECHANISMS = ["laplace", "ops", "gibbs-exponential"]
+HMM_SETTINGS = settings(  # pymc_dp.sample analyses the model first (~0.5 s a call)
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+class PrivateDataSampled(AssertionError):
+    """pm.sample ran on private data after a bad input."""
+
+
+@functools.wraps(pm.sample)  # keeps pm.sample's signature: pymc_dp.sample checks options by it
+def _refuse_sampling(*args, **kwargs):
+    raise PrivateDataSampled("pm.sample ran on private data after a bad input")
+
+
+def _hmm_sample(model, mechanism, target, rng, **options):
+    return pymc_dp.sample(
+        3,
+        model=model,
+        mechanism=mechanism,
+        progressbar=False,
+        **{"epsilon": 1.0, "noise_backend": "numpy", "noise_rng": rng, **options},
+        **target,
+    )
+
+
+def _assert_hmm_refusal(tmp_path_factory, run, error, pattern, secrets=()):
+    """``run(target, rng)`` raises ``error`` matching ``pattern`` for a ledger and for a session;
+    the message holds none of ``secrets``; no event, no byte, no RNG draw."""
+    ledger = PrivacyLedger(budget=(5.0, 1e-6))
+    path = tmp_path_factory.mktemp("session") / "budget.jsonl"
+    session = PrivacySession(path, "bad-hmm-input", budget=(5.0, 1e-6))
+    size = path.stat().st_size
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    for target in ({"ledger": ledger}, {"session": session}):
+        with pytest.raises(error, match=pattern) as refused:
+            run(target, rng)
+        message = str(refused.value)
+        assert not [s for s in secrets if s in message], message  # counts, never values
+    assert ledger.events == () and len(session.events) == 0
+    assert path.stat().st_size == size
+    assert rng.bit_generator.state == state  # no noise drawn, no sampler seeded
+
+
+def _records_pipeline(region, time, records, mechanism, grid=None):
+    """Count → model → pymc_dp.sample, as a user of the HMM writes it."""
+    grid = {**HMM_GRID, "categories": HMM_CATEGORIES, **(grid or {})}
+
+    def run(target, rng):
+        counts = cell_counts(region, time, records, **grid)
+        return _hmm_sample(naive_bayes_hmm(counts, 2, truncation=10), mechanism, target, rng)
+
+    return run
+
+
+def _record_columns():
+    return {"region": HMM_REGION.copy(), "time": HMM_TIME.copy(), "records": HMM_RECORDS.copy()}
+
+
+def _plural(count, one, many):
+    return one if count == 1 else many
+
+
+@st.composite
+def hmm_bad_codes(draw):
+    """Codes outside the declared grid or a feature's categories (too large or negative)."""
+    variable = draw(st.sampled_from(sorted(HMM_CODES)))
+    label, noun, size = HMM_CODES[variable]
+    rows = draw(st.sets(st.integers(0, len(HMM_REGION) - 1), min_size=1))
+    values = draw(
+        st.lists(
+            st.one_of(
+                st.integers(size, size + 3),
+                st.integers(100, 10**6),
+                st.integers(-(10**6), -1),
+            ),
+            min_size=len(rows),
+            max_size=len(rows),
+        )
+    )
+    columns = _record_columns()
+    for row, value in zip(sorted(rows), values, strict=True):
+        if variable in ("x", "y"):
+            columns["records"][row, ["x", "y"].index(variable)] = value
+        else:
+            columns[variable][row] = value
+    k = len(rows)
+    pattern = (
+        rf"^{re.escape(label)}: {k} {_plural(k, 'record has', 'records have')} a {noun} "
+        rf"outside the declared domain \(codes 0\.\.{size - 1}\)"
+    )
+    secrets = [str(v) for v in values if abs(v) >= 100]
+    return columns, {}, InvalidPrivateDataError, pattern, secrets
+
+
+@st.composite
+def hmm_non_integer_codes(draw):
+    """Float codes (fractional, NaN, ±inf or whole), booleans or strings instead of integers."""
+    variable = draw(st.sampled_from(["region", "time", "records"]))
+    columns = _record_columns()
+    kind = draw(st.sampled_from(["float", "bool", "str"]))
+    secrets = []
+    if kind == "float":
+        codes = columns[variable].astype(float)
+        injected = draw(
+            st.one_of(
+                st.sampled_from([math.nan, math.inf, -math.inf]),
+                st.integers(100, 10**6).map(lambda v: v + 0.5),
+                st.just(None),  # whole numbers stored as floats
+            )
+        )
+        if injected is not None:
+            codes.flat[draw(st.integers(0, codes.size - 1))] = injected
+            if math.isfinite(injected):
+                secrets.append(str(int(injected)))
+        columns[variable] = codes
+    else:
+        columns[variable] = columns[variable].astype(kind)
+    dtype = re.escape(str(columns[variable].dtype))
+    pattern = rf"^{variable} codes must be integers, got {dtype}"
+    return columns, {}, InvalidPrivateDataError, pattern, secrets
+
+
+@st.composite
+def hmm_bad_shapes(draw):
+    """Records of the wrong shape, or region / time / records of different lengths."""
+    columns = _record_columns()
+    kind = draw(st.sampled_from(["records-shape", "length", "region-2d"]))
+    if kind == "records-shape":
+        records = columns["records"]
+        columns["records"] = draw(
+            st.sampled_from(
+                [records[:, 0], np.column_stack([records, records[:, :1]]), records[:, :, None]]
+            )
+        )
+        shape = re.escape(str(columns["records"].shape))
+        return columns, {}, ValueError, rf"^records must have shape \(N, 2\), got {shape}", []
+    if kind == "length":
+        variable = draw(st.sampled_from(["region", "time", "records"]))
+        dropped = draw(st.integers(1, len(HMM_REGION)))
+        columns[variable] = columns[variable][dropped:]
+    else:
+        columns["region"] = columns["region"][None, :]
+    return columns, {}, ValueError, r"^region, time and records must describe the same N", []
+
+
+@st.composite
+def hmm_empty_groups(draw):
+    """An empty grid (no region or no time step) or a feature with no categories."""
+    columns = _record_columns()
+    group = draw(st.sampled_from(["regions", "times", "categories"]))
+    grid = {"categories": [HMM_CATEGORIES[0], []]} if group == "categories" else {group: []}
+    label, noun = {
+        "regions": ("region", "code"),
+        "times": ("time", "code"),
+        "categories": ("feature 'y'", "category"),
+    }[group]
+    if group != "categories" and draw(st.booleans()):  # no records at all: an empty grid
+        columns = {name: column[:0] for name, column in columns.items()}
+        pattern = r"the grid needs at least one region and one time step"
+        return columns, grid, ValueError, pattern, []
+    n = len(HMM_REGION)
+    pattern = rf"^{re.escape(label)}: {n} records have a {noun} outside the declared domain"
+    return columns, grid, InvalidPrivateDataError, pattern, []
+
+
+@SETTINGS
+@given(
+    mechanism=st.sampled_from(HMM_MECHANISMS),
+    bad=st.one_of(hmm_bad_codes(), hmm_non_integer_codes(), hmm_bad_shapes(), hmm_empty_groups()),
+)
+def test_hmm_bad_records_raise_and_charge_nothing(tmp_path_factory, monkeypatch, mechanism, bad):
+    columns, grid, error, pattern, secrets = bad
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    run = _records_pipeline(columns["region"], columns["time"], columns["records"], mechanism, grid)
+    _assert_hmm_refusal(tmp_path_factory, run, error, pattern, secrets)
+
+
+HMM_FRAME_COLUMNS = {  # column -> message label
+    "where": "region column 'where'",
+    "when": "time column 'when'",
+    "x": "feature 'x'",
+    "y": "feature 'y'",
+}
+
+
+def _hmm_frame():
+    return pd.DataFrame(
+        {
+            "where": np.array(HMM_GRID["regions"])[HMM_REGION],
+            "when": np.array(HMM_GRID["times"])[HMM_TIME],
+            "x": np.array(HMM_CATEGORIES[0])[HMM_RECORDS[:, 0]],
+            "y": np.array(HMM_CATEGORIES[1])[HMM_RECORDS[:, 1]],
+        },
+        dtype=object,
+    )
+
+
+@SETTINGS
+@given(
+    mechanism=st.sampled_from(HMM_MECHANISMS),
+    column=st.sampled_from(sorted(HMM_FRAME_COLUMNS)),
+    rows=st.sets(st.integers(0, len(HMM_REGION) - 1), min_size=1),
+    bad=st.one_of(
+        st.sampled_from([None, math.nan, pd.NA]).map(lambda v: ("missing", v)),
+        st.text("abcdefghij", min_size=1, max_size=6).map(lambda s: ("unknown", f"SECRET_{s}")),
+        st.integers(10**4, 10**6).map(lambda v: ("unknown", v)),
+    ),
+)
+def test_hmm_bad_frame_labels_raise_and_charge_nothing(
+    tmp_path_factory, monkeypatch, mechanism, column, rows, bad
+):
+    kind, value = bad
+    frame = _hmm_frame()
+    frame.loc[sorted(rows), column] = value
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
+
+    def run(target, rng):
+        counts = cell_counts_from_frame(
+            frame,
+            region="where",
+            time="when",
+            features=["x", "y"],
+            regions=HMM_GRID["regions"],
+            times=HMM_GRID["times"],
+            categories=dict(zip(HMM_GRID["features"], HMM_CATEGORIES, strict=True)),
+        )
+        return _hmm_sample(naive_bayes_hmm(counts, 2, truncation=10), mechanism, target, rng)
+
+    what = re.escape(HMM_FRAME_COLUMNS[column])
+    k = len(rows)
+    if kind == "missing":
+        pattern = rf"^{what} has {k} missing values"
+    else:
+        pattern = rf"^{what} has {k} values outside its declared domain"
+    secrets = [] if kind == "missing" else [str(value)]
+    _assert_hmm_refusal(tmp_path_factory, run, InvalidPrivateDataError, pattern, secrets)
+
+
+def _hmm_counts():
+    return cell_counts(HMM_REGION, HMM_TIME, HMM_RECORDS, categories=HMM_CATEGORIES, **HMM_GRID)
+
+
+@st.composite
+def hmm_bad_tensor(draw, *, names=True):
+    """A (2, 3, 2, 3) count tensor broken at k entries: NaN/±inf, negative, fractional, non-zero
+    at a padded category, or features counting different numbers of records in k cells.
+
+    Returns (tensor, pattern, secrets); ``names=False``: the pattern does not require the
+    inconsistent feature's name (see test_release_names_the_inconsistent_feature)."""
+    tensor = _hmm_counts().counts.copy()
+    cells = [(r, t) for r in range(2) for t in range(3)]
+    kind = draw(st.sampled_from(["nonfinite", "negative", "fractional", "padded", "inconsistent"]))
+    declared = [(r, t, d, j) for r, t in cells for d, k in enumerate((2, 3)) for j in range(k)]
+    if kind in ("padded", "inconsistent"):
+        where = draw(st.lists(st.sampled_from(cells), min_size=1, unique=True))
+        values = draw(st.lists(st.integers(100, 10**6), min_size=len(where), max_size=len(where)))
+        k = len(where)
+        for (r, t), value in zip(where, values, strict=True):
+            if kind == "padded":
+                tensor[r, t, 0, 2] = value  # feature x has 2 categories: j = 2 is padding
+            else:
+                tensor[r, t, 1, draw(st.integers(0, 2))] += value  # y counts more records
+        if kind == "padded":
+            pattern = rf"^counts are non-zero at a category outside its feature in {k} entries"
+        else:
+            feature = r"feature 'y' count" if names else r"feature '[^']+' count"
+            pattern = (
+                rf"^raw counts are inconsistent across features: in {k} "
+                rf"{_plural(k, 'cell', 'cells')}, {feature} a different number of records"
+            )
+        return tensor, pattern, [str(v) for v in values]
+    where = draw(st.lists(st.sampled_from(declared), min_size=1, unique=True))
+    k = len(where)
+    if kind == "nonfinite":
+        values = draw(
+            st.lists(st.sampled_from([math.nan, math.inf, -math.inf]), min_size=k, max_size=k)
+        )
+        pattern = rf"^counts contain {k} NaN or infinite entries"
+    elif kind == "negative":
+        values = draw(st.lists(st.integers(-(10**6), -100), min_size=k, max_size=k))
+        pattern = rf"^counts contain {k} negative entries"
+    else:
+        values = draw(st.lists(st.integers(100, 10**6), min_size=k, max_size=k))
+        values = [v + 0.5 for v in values]
+        pattern = rf"^raw counts contain {k} non-integer entries"
+    for index, value in zip(where, values, strict=True):
+        tensor[index] = value
+    secrets = [str(int(v)) for v in values if math.isfinite(v)]
+    return tensor, pattern, secrets
+
+
+@st.composite
+def hmm_misshapen_tensor(draw):
+    tensor = _hmm_counts().counts
+    tensor = draw(
+        st.sampled_from(
+            [tensor[:1], tensor[:, :2], tensor[..., :2], tensor[0], tensor[None], tensor.ravel()]
+        )
+    )
+    shape = re.escape(str(tensor.shape))
+    return tensor, rf"^counts has shape {shape}, the labels give \(2, 3, 2, 3\)", []
+
+
+@SETTINGS
+@given(
+    mechanism=st.sampled_from(HMM_MECHANISMS),
+    bad=st.one_of(
+        hmm_bad_tensor().map(lambda bad: (InvalidPrivateDataError, *bad)),
+        hmm_misshapen_tensor().map(lambda bad: (ValueError, *bad)),
+    ),
+)
+def test_hmm_bad_count_tensors_raise_and_charge_nothing(
+    tmp_path_factory, monkeypatch, mechanism, bad
+):
+    error, tensor, pattern, secrets = bad
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
+
+    def run(target, rng):
+        counts = CellCounts(tensor, categories=HMM_CATEGORIES, **HMM_GRID)
+        return _hmm_sample(naive_bayes_hmm(counts, 2, truncation=10), mechanism, target, rng)
+
+    _assert_hmm_refusal(tmp_path_factory, run, error, pattern, secrets)
+
+
+@functools.cache
+def _hmm_model():
+    """One model for the examples below: each restores its counts (pymc_dp.sample analyses
+    the model before it checks the options, the costly step of these examples)."""
+    return naive_bayes_hmm(_hmm_counts(), 2, truncation=10)
+
+
+hmm_bad_choice = st.sampled_from(["hmm_method", "projection", "accounting"]).flatmap(
+    lambda option: st.text("abcxyz-", min_size=1, max_size=8).map(
+        lambda value: ({option: value}, option)
+    )
+)
+hmm_bad_options = st.one_of(
+    bad_epsilon, bad_delta, bad_keyword, bad_choice, bad_count, hmm_bad_choice
+).map(lambda bad: (HMM_MECHANISMS, *bad))
+hmm_refused_combinations = st.sampled_from(
+    [  # (mechanisms, options, pattern)
+        (["ops", "gibbs-exponential"], {"neighbouring": "add-remove-one"}, "replace-one"),
+        (["ops", "gibbs-exponential"], {"delta": 1e-6}, r"pure ε-DP: delta must be 0"),
+        (["ops", "gibbs-exponential"], {"inference": "plugin"}, r"inference"),
+        (["laplace"], {"accounting": "tight", "delta": 1e-6}, r"accounting='tight'"),
+        (["laplace"], {"inference": "noise-aware", "hmm_method": "collapsed"}, "hmm_method"),
+        (HMM_MECHANISMS, {"epsilon": {"x": 1.0}}, r"one total epsilon"),
+        (HMM_MECHANISMS, {"noise_rng": 5}, r"noise_rng must be a numpy\.random\.Generator"),
+    ]
+)
+
+
+@HMM_SETTINGS
+@given(
+    bad=st.one_of(hmm_bad_options, hmm_refused_combinations),
+    choice=st.integers(0, 2),
+)
+def test_hmm_bad_options_raise_and_charge_nothing(tmp_path_factory, monkeypatch, bad, choice):
+    mechanisms, options, pattern = bad
+    mechanism = mechanisms[choice % len(mechanisms)]
+    options = {"mechanism": mechanism, **options}
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
+
+    def run(target, rng):
+        return _hmm_sample(_hmm_model(), target=target, rng=rng, **options)
+
+    _assert_hmm_refusal(tmp_path_factory, run, (ValueError, TypeError), pattern)
+
+
+@HMM_SETTINGS
+@given(bad=hmm_bad_tensor(names=False))
+def test_hmm_counts_edited_in_place_are_refused_by_the_laplace_release(
+    tmp_path_factory, monkeypatch, bad
+):
+    """Counts validated when counted, then edited in place: the release re-validates them."""
+    tensor, pattern, secrets = bad
+    counts = _hmm_model().pymc_dp_hmm.counts
+    saved = counts.counts.copy()
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    try:
+        counts.counts[...] = tensor
+
+        def run(target, rng):
+            return _hmm_sample(_hmm_model(), "laplace", target, rng)
+
+        _assert_hmm_refusal(tmp_path_factory, run, InvalidPrivateDataError, pattern, secrets)
+    finally:
+        counts.counts[...] = saved
+
+
+hmm_bad_release_options = st.one_of(
+    bad_epsilon.map(lambda bad: (bad[0], r"^epsilon must be a finite number > 0")),
+    st.sampled_from(["projection", "neighbouring", "backend"]).flatmap(
+        lambda option: st.text("abcxyz-", min_size=1, max_size=8).map(
+            lambda value: ({option: value}, rf"^{option} must be one of")
+        )
+    ),
+    st.just(({"noisy": True}, r"^these counts are already a private release")),
+)
+
+
+@SETTINGS
+@given(
+    bad=st.one_of(
+        hmm_bad_tensor(names=False).map(
+            lambda bad: ({}, bad[0], InvalidPrivateDataError, bad[1], bad[2])
+        ),
+        hmm_bad_release_options.map(lambda bad: (bad[0], None, ValueError, bad[1], [])),
+    )
+)
+def test_hmm_release_refuses_bad_input_and_charges_nothing(tmp_path_factory, bad):
+    """release_cell_counts, the HMM's direct release, on counts edited in place after counting
+    or with a bad option."""
+    options, tensor, error, pattern, secrets = bad
+    options = dict(options)
+    counts = _hmm_counts()
+    if tensor is not None:
+        counts.counts[...] = tensor
+    if options.pop("noisy", False):
+        counts = counts.with_counts(counts.counts, noisy=True)
+
+    def run(target, rng):
+        (ledger,) = target.values()
+        options_ = {"epsilon": 1.0, "backend": "numpy", "rng": rng, **options}
+        return release_cell_counts(counts, ledger=ledger, **options_)
+
+    _assert_hmm_refusal(tmp_path_factory, run, error, pattern, secrets)
+
+
+# --- known package bugs: strict xfails, they start passing (and must be unmarked) once fixed ---
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=PrivateDataSampled,
+    reason="package bug: the OPS and exponential-Gibbs HMM routes do not re-validate counts "
+    "edited in place after counting (the Laplace route does): they sample them and charge",
+)
+@pytest.mark.parametrize(
+    ("mechanism", "index", "value", "pattern"),
+    [
+        ("ops", (0, 0, 0, 0), -3.0, r"^counts contain 1 negative entries"),
+        ("ops", (0, 0, 0, 0), math.nan, r"^counts contain 1 NaN or infinite entries"),
+        ("ops", (0, 0, 1, 0), 0.5, r"^raw counts contain 1 non-integer entries"),
+        ("gibbs-exponential", (0, 0, 0, 0), -3.0, r"^counts contain 1 negative entries"),
+    ],
+)
+def test_tempered_hmm_routes_refuse_counts_edited_in_place(
+    tmp_path_factory, monkeypatch, mechanism, index, value, pattern
+):
+    counts = _hmm_model().pymc_dp_hmm.counts
+    saved = counts.counts.copy()
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    try:
+        counts.counts[index] = value
+
+        def run(target, rng):
+            return _hmm_sample(_hmm_model(), mechanism, target, rng)
+
+        _assert_hmm_refusal(tmp_path_factory, run, InvalidPrivateDataError, pattern)
+    finally:
+        counts.counts[...] = saved
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="package bug: a feature declared with no categories is accepted; the Laplace route "
+    "charges the release, then fails in PyTensor with a TypeError",
+)
+def test_a_feature_without_categories_is_refused_before_the_release(tmp_path_factory):
+    empty = {name: column[:0] for name, column in _record_columns().items()}
+    run = _records_pipeline(
+        empty["region"],
+        empty["time"],
+        empty["records"],
+        "laplace",
+        {"categories": [HMM_CATEGORIES[0], []]},
+    )
+    _assert_hmm_refusal(tmp_path_factory, run, ValueError, r"feature 'y'")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="package bug: naive_bayes_hmm with no features fails in PyTensor ('No tensor "
+    "arguments provided.') instead of naming the features",
+)
+def test_a_model_without_features_is_refused_by_name(tmp_path_factory):
+    run = _records_pipeline(
+        HMM_REGION, HMM_TIME, HMM_RECORDS[:, :0], "laplace", {"features": [], "categories": []}
+    )
+    _assert_hmm_refusal(tmp_path_factory, run, ValueError, r"feature")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="package bug: a count tensor of strings is refused by NumPy with a message that "
+    "quotes a value ('could not convert string to float: ...')",
+)
+def test_a_tensor_of_labels_is_refused_without_quoting_them():
+    tensor = np.full((2, 3, 2, 3), "SECRET_label")
+    with pytest.raises((ValueError, TypeError), match="counts") as refused:
+        CellCounts(tensor, categories=HMM_CATEGORIES, **HMM_GRID)
+    assert "SECRET" not in str(refused.value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="package bug: release_cell_counts validates without the feature names, so an "
+    "inconsistent tensor is reported as feature '#1' rather than 'y'",
+)
+def test_release_names_the_inconsistent_feature():
+    counts = _hmm_counts()
+    counts.counts[0, 0, 1, 0] += 2
+    ledger = PrivacyLedger()
+    with pytest.raises(InvalidPrivateDataError, match=r"feature 'y' count a different"):
+        release_cell_counts(counts, 1.0, ledger=ledger, backend="numpy")
+    assert ledger.events == ()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="package bug: the HMM routes refuse a bad release= without naming the option",
+)
+@pytest.mark.parametrize(
+    ("mechanism", "release"),
+    [("laplace", "chain"), ("ops", "chain"), ("gibbs-exponential", "last")],
+)
+def test_hmm_bad_release_is_refused_by_name(tmp_path_factory, mechanism, release):
+    def run(target, rng):
+        return _hmm_sample(_hmm_model(), mechanism, target, rng, release=release)
+
+    _assert_hmm_refusal(tmp_path_factory, run, ValueError, rf"release='{release}'")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AttributeError,
+    reason="package bug: release_cell_counts does not check rng= before the release: rng=5 "
+    "charges the ledger, then fails drawing the noise ('int' object has no attribute 'laplace')",
+)
+def test_hmm_release_checks_the_generator_before_charging(tmp_path_factory):
+    counts = _hmm_counts()
+
+    def run(target, rng):
+        (ledger,) = target.values()
+        return release_cell_counts(counts, 1.0, ledger=ledger, backend="numpy", rng=5)
+
+    _assert_hmm_refusal(tmp_path_factory, run, TypeError, r"\brng\b")

@@ -111,7 +111,7 @@ def test_stops_job_nonprivate_comparison_is_opt_in_and_labelled(tmp_path, capsys
 
 
 def test_nonprivate_flag_is_documented(capsys):
-    with pytest.raises(SystemExit) as exit_:
+    with pytest.raises(SystemExit, match=r"^0$") as exit_:
         main(["stops", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0 and "--nonprivate-comparison" in help_text

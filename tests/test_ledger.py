@@ -38,24 +38,26 @@ def test_budget_is_enforced_and_nothing_is_recorded_on_refusal():
     ledger.charge(event(0.6))
     with pytest.raises(BudgetExceededError, match="nothing was released"):
         ledger.charge(event(0.5))
-    with pytest.raises(BudgetExceededError):
-        ledger.charge(event(0.1, delta=1e-5))
+    with pytest.raises(
+        BudgetExceededError, match=r"delta=1e-05\), over the budget \(epsilon=1, delta=1e-06\)"
+    ):
+        ledger.charge(event(0.1, delta=1e-5))  # within ε, over δ
     ledger.charge(event(0.4, delta=1e-6))  # exactly at the budget is allowed
     assert len(ledger) == 2 and ledger.remaining() == pytest.approx((0.0, 0.0))
 
 
 def test_events_are_frozen_and_validated():
     e = event()
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="cannot assign to field 'epsilon'"):
         e.epsilon = 2.0  # type: ignore[misc]
-    for bad in (
-        {"epsilon": 0.0},
-        {"epsilon": math.inf},
-        {"delta": 1.0},
-        {"sensitivity": 0.0},
-        {"neighbouring": "swap"},
+    for bad, match in (
+        ({"epsilon": 0.0}, "epsilon must be a finite number > 0"),
+        ({"epsilon": math.inf}, "epsilon must be a finite number > 0"),
+        ({"delta": 1.0}, "delta must satisfy 0 <= delta < 1"),
+        ({"sensitivity": 0.0}, "sensitivity must be finite and > 0"),
+        ({"neighbouring": "swap"}, "neighbouring must be one of .*, got 'swap'"),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=match):
             event(**bad)
 
 
@@ -74,7 +76,7 @@ def test_split_epsilon():
     assert split_epsilon({"a": 0.2, "b": 0.3}, ["a", "b"]) == {"a": 0.2, "b": 0.3}
     with pytest.raises(ValueError, match="missing"):
         split_epsilon({"a": 0.2}, ["a", "b"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"epsilon\['a'\] must be a finite number > 0"):
         split_epsilon({"a": -1.0}, ["a"])
 
 
@@ -104,8 +106,8 @@ def test_parallel_composition_within_a_partition_and_sequential_across():
     assert ledger.delta == pytest.approx(1e-6)
     budgeted = PrivacyLedger(budget=1.0, events=[_event(0.8, partition="region")])
     budgeted.charge(_event(0.9, partition="region"))  # disjoint records: total is 0.9
-    with pytest.raises(BudgetExceededError):
-        budgeted.charge(_event(0.2))
+    with pytest.raises(BudgetExceededError, match=r"total to \(epsilon=1\.1, delta=0\)"):
+        budgeted.charge(_event(0.2))  # sequential to the partition: 0.9 + 0.2
     restored = PrivacyLedger.from_json(budgeted.to_json())
     assert restored.epsilon == pytest.approx(0.9) and restored.events[0].partition == "region"
 

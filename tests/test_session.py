@@ -121,22 +121,24 @@ def test_budget_exceeded_raises_and_leaves_the_file_unchanged(tmp_path):
     before = path.read_bytes()
     with pytest.raises(BudgetExceededError, match="nothing was released"):
         session.charge(event(0.2))
-    with pytest.raises(BudgetExceededError):
-        session.check_all([(0.05, 0.0), (0.06, 0.0)])
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"release of \(epsilon=0\.11, delta=0\)"):
+        session.check_all([(0.05, 0.0), (0.06, 0.0)])  # together, not each alone
+    with pytest.raises(
+        BudgetExceededError, match=r"delta=1e-09\), over the budget \(epsilon=1, delta=0\)"
+    ):
         session.charge(event(0.01, delta=1e-9))  # no δ in the budget
     assert path.read_bytes() == before and len(session) == 3
     # a second process's view: the same refusal from the file alone
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"total to \(epsilon=1\.1, delta=0\)"):
         PrivacySession(path, "ds", 1.0).charge(event(0.2))
     assert path.read_bytes() == before
     # checks read the file: an object opened before another's spend still sees it
     stale = PrivacySession(tmp_path / "t.ledger", "ds", 1.0)
     PrivacySession(tmp_path / "t.ledger", "ds", 1.0).charge(event(0.7))
     assert stale.epsilon == 0.0
-    with pytest.raises(BudgetExceededError):
-        stale.check(0.4)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(BudgetExceededError, match=r"total to \(epsilon=1\.1, delta=0\)"):
+        stale.check(0.4)  # 0.7 spent by the other object + 0.4
+    with pytest.raises(BudgetExceededError, match=r"total to \(epsilon=1\.1, delta=0\)"):
         stale.check_all([(0.2, 0.0), (0.2, 0.0)])
     assert stale.epsilon == 0.7
     session.charge(event(0.1))  # exactly at the budget is allowed
@@ -321,10 +323,10 @@ def test_the_event_is_fsynced_before_the_noise_and_survives_keyboard_interrupt(
     class InterruptedWhileDrawing(np.random.Generator):
         def laplace(self, *args, **kwargs):
             calls.append(("draw", len(path.read_text().splitlines())))
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt("interrupted while drawing the noise")
 
     monkeypatch.setattr(os, "fsync", fsync)
-    with bernoulli_model(), pytest.raises(KeyboardInterrupt):
+    with bernoulli_model(), pytest.raises(KeyboardInterrupt, match="while drawing the noise"):
         pymc_dp.sample(
             20,
             epsilon=0.4,
@@ -345,10 +347,10 @@ def test_an_interrupted_write_is_rolled_back_and_counts_as_not_charged(tmp_path,
     before = path.read_bytes()
 
     def interrupted(fd):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt("interrupted in fsync")
 
     monkeypatch.setattr(os, "fsync", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="interrupted in fsync"):
         session.charge(event(0.25))
     monkeypatch.undo()
     assert path.read_bytes() == before and len(session) == 1
@@ -421,7 +423,7 @@ def test_tampered_files_are_detected_on_open_and_on_charge(tmp_path, tampering):
         PrivacySession(path, "clinic", 1.0)
     with pytest.raises(SessionCorruptedError, match="nothing was charged or released"):
         session.charge(event(0.01))
-    with pytest.raises(SessionCorruptedError):
+    with pytest.raises(SessionCorruptedError, match=r"line \d+: .*nothing was charged or released"):
         session.check(0.01)
     assert path.read_text() == tampered  # nothing appended
 

@@ -68,8 +68,11 @@ def test_clipping_bounds_every_norm_and_keeps_short_rows():
     z = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
     clipped = clip_feature_norms(z, 1.0)
     np.testing.assert_allclose(clipped, [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0]])
-    with pytest.raises(InvalidPrivateDataError):
-        clip_feature_norms(np.array([[np.nan, 1.0]]), 1.0)
+    with pytest.raises(
+        InvalidPrivateDataError, match="features contain NaN or infinite values"
+    ) as refused:
+        clip_feature_norms(np.array([[np.nan, 7.25]]), 1.0)
+    assert "7.25" not in str(refused.value)
 
 
 def test_logistic_gibbs_posterior_uses_the_minami_beta_and_flags_convergence():
@@ -93,7 +96,7 @@ def test_logistic_gibbs_posterior_uses_the_minami_beta_and_flags_convergence():
 
 
 def test_logistic_gibbs_posterior_rejects_bad_labels():
-    with pytest.raises(InvalidPrivateDataError):
+    with pytest.raises(InvalidPrivateDataError, match=r"labels must be 0/1 or −1/\+1") as refused:
         logistic_regression_gibbs_posterior(
             np.ones((3, 1)),
             [0, 1, 2],
@@ -102,6 +105,7 @@ def test_logistic_gibbs_posterior_rejects_bad_labels():
             prior_sigma=1.0,
             feature_norm_bound=1.0,
         )
+    assert "2" not in str(refused.value)  # never the offending value
     with pytest.raises(ValueError, match="δ"):
         logistic_regression_gibbs_posterior(
             np.ones((2, 1)), [0, 1], epsilon=1.0, delta=0.0, prior_sigma=1.0, feature_norm_bound=1.0

@@ -645,7 +645,10 @@ def test_ops_refuses_untruncated_models_and_overspending(simulated):
             progressbar=False,
         )
     model = naive_bayes_hmm(simulated.counts, 2, truncation=10)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(
+        BudgetExceededError,
+        match=r"release of \(epsilon=2, delta=0\).*over the budget \(epsilon=1, delta=0\)",
+    ):
         pymc_dp.sample(
             5,
             tune=5,
@@ -781,7 +784,9 @@ def test_exponential_mechanism_gibbs_releases_every_draw_at_the_composed_cost(si
     with pytest.raises(ValueError, match="whole chain"):
         pymc_dp.sample(5, model=model, epsilon=1.0, mechanism="gibbs-exponential", release="last")
     ledger = PrivacyLedger(budget=10.0)
-    with pytest.raises(BudgetExceededError):
+    with pytest.raises(
+        BudgetExceededError, match=r"over the budget \(epsilon=10, delta=0\); nothing was released"
+    ):
         pymc_dp.sample(
             5,
             tune=5,

@@ -70,7 +70,8 @@ def test_gibbs_route_spends_the_same_guarantee_at_a_lower_temperature():
 
 def test_budgets_accept_a_tight_run_only_when_checked_tightly():
     for ledger in (PrivacyLedger(budget=(1.0, DELTA)), PrivacyLedger(budget=1.0)):
-        with pytest.raises(BudgetExceededError):
+        budget = rf"over the budget \(epsilon=1, delta={ledger.budget[1]:g}\)"
+        with pytest.raises(BudgetExceededError, match=r"release of \(epsilon=2\.\d+.*" + budget):
             _run(_bernoulli_model(), ledger, accounting="tight", delta=DELTA)
         assert len(ledger) == 0  # nothing charged, nothing sampled
     ledger = PrivacyLedger(budget=(1.0, DELTA), tight_budget=True)

@@ -193,9 +193,17 @@ def test_bernoulli_lipschitz_rejects_boundary(theta):
         bernoulli_lipschitz(theta)
 
 
-@pytest.mark.parametrize(("lower", "upper"), [(0.5, None), (0.6, None), (0.3, 0.2), (0.0, 0.5)])
-def test_bernoulli_lipschitz_bound_rejects_bad_support(lower, upper):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("lower", "upper", "match"),
+    [
+        (0.5, None, "need lower < upper"),
+        (0.6, None, "need lower < upper"),
+        (0.3, 0.2, "need lower < upper"),
+        (0.0, 0.5, "lower must satisfy 0 < lower < 1"),
+    ],
+)
+def test_bernoulli_lipschitz_bound_rejects_bad_support(lower, upper, match):
+    with pytest.raises(ValueError, match=match):
         bernoulli_lipschitz_bound(lower, upper)
 
 
@@ -212,9 +220,17 @@ def test_categorical_bound_is_the_supremum_over_the_truncated_simplex():
     assert bound < bayesian_network_lipschitz(a0)  # Lemma 24's ln(1/ε) is an upper bound
 
 
-@pytest.mark.parametrize(("a0", "k"), [(0.5, 2), (1 / 3, 3), (0.0, 3), (0.1, 1)])
-def test_categorical_bound_rejects_bad_input(a0, k):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("a0", "k", "match"),
+    [
+        (0.5, 2, r"truncation a0 must be < 1/2"),
+        (1 / 3, 3, r"truncation a0 must be < 1/3"),
+        (0.0, 3, r"infinite without a truncation .* give truncation a0 > 0"),
+        (0.1, 1, r"need K >= 2 categories, got 1"),
+    ],
+)
+def test_categorical_bound_rejects_bad_input(a0, k, match):
+    with pytest.raises(ValueError, match=match):
         categorical_lipschitz_bound(a0, k)
 
 
@@ -240,9 +256,17 @@ def test_bayesian_network_whole_record_uses_sum_of_connectivity():
     )
 
 
-@pytest.mark.parametrize(("eps_min", "degrees"), [(0.0, [0]), (1.0, [0]), (0.1, []), (0.1, [-1])])
-def test_bayesian_network_rejects_bad_input(eps_min, degrees):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("eps_min", "degrees", "match"),
+    [
+        (0.0, [0], "min_probability must satisfy 0 < min_probability < 1"),
+        (1.0, [0], "min_probability must satisfy 0 < min_probability < 1"),
+        (0.1, [], "out_degrees must be non-empty integers >= 0"),
+        (0.1, [-1], "out_degrees must be non-empty integers >= 0"),
+    ],
+)
+def test_bayesian_network_rejects_bad_input(eps_min, degrees, match):
+    with pytest.raises(ValueError, match=match):
         bayesian_network_classical_epsilon(eps_min, degrees)
 
 
@@ -307,16 +331,16 @@ def test_multivariate_normal_lipschitz_lemma_23():
 
 
 @pytest.mark.parametrize(
-    ("precision", "mean"),
+    ("precision", "mean", "match"),
     [
-        ([[1.0, 2.0], [0.0, 1.0]], None),
-        ([[1.0, 0.0], [0.0, -1.0]], None),
-        ([1.0], None),
-        ([[1.0, 0.0], [0.0, 1.0]], [1.0]),
+        ([[1.0, 2.0], [0.0, 1.0]], None, "precision must be a finite symmetric matrix"),
+        ([[1.0, 0.0], [0.0, -1.0]], None, "precision must be positive definite"),
+        ([1.0], None, r"precision must be a non-empty square matrix, got shape \(1,\)"),
+        ([[1.0, 0.0], [0.0, 1.0]], [1.0], "mean must be a finite vector of length 2"),
     ],
 )
-def test_multivariate_normal_lipschitz_rejects_bad_input(precision, mean):
-    with pytest.raises(ValueError):
+def test_multivariate_normal_lipschitz_rejects_bad_input(precision, mean, match):
+    with pytest.raises(ValueError, match=match):
         multivariate_normal_lipschitz(precision, mean)
 
 
@@ -402,16 +426,29 @@ def test_stochastic_lipschitz_c_edge_cases():
 
 
 @pytest.mark.parametrize(
-    ("ell", "weights"), [([], []), ([1.0], [0.5]), ([1.0, -1.0], [0.5, 0.5]), ([1.0], [1.0, 0.0])]
+    ("ell", "weights", "match"),
+    [
+        ([], [], "must be non-empty and of equal length"),
+        ([1.0], [0.5], "weights must be >= 0 and sum to 1"),
+        ([1.0, -1.0], [0.5, 0.5], "lipschitz_values must be finite and >= 0"),
+        ([1.0], [1.0, 0.0], "must be non-empty and of equal length"),
+    ],
 )
-def test_lipschitz_mass_rejects_bad_input(ell, weights):
-    with pytest.raises(ValueError):
+def test_lipschitz_mass_rejects_bad_input(ell, weights, match):
+    with pytest.raises(ValueError, match=match):
         lipschitz_mass(ell, weights)
 
 
-@pytest.mark.parametrize(("step", "prior"), [(0.3, "uniform"), (1.0, "uniform"), (0.2, "flat")])
-def test_example1_family_rejects_bad_input(step, prior):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("step", "prior", "match"),
+    [
+        (0.3, "uniform", r"1/step must be an integer >= 2, got step=0\.3"),
+        (1.0, "uniform", "step must satisfy 0 < step < 1"),
+        (0.2, "flat", "prior must be 'uniform' or 'exponential', got 'flat'"),
+    ],
+)
+def test_example1_family_rejects_bad_input(step, prior, match):
+    with pytest.raises(ValueError, match=match):
         example1_family(step, prior)
 
 
@@ -571,7 +608,7 @@ def test_stochastic_delta_rejects_bad_constants(c, l0, big_c, match):
 
 
 def test_assumption2_constants_validate():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"C must be >= 1 .* got 0\.9"):
         Assumption2Constants(c=1.0, l0=0.0, C=0.9)
     with pytest.raises(ValueError, match="lower < upper"):
         exponential_assumption2_constants(2.0, 2.0, 1.0, 1.0)
@@ -786,13 +823,13 @@ def test_gaussian_prior_strong_convexity():
     assert gaussian_prior_strong_convexity(sigma=2.0) == pytest.approx(0.25)
     cov = np.array([[4.0, 0.0], [0.0, 1.0]])
     assert gaussian_prior_strong_convexity(covariance=cov) == pytest.approx(0.25)
-    for kwargs in (
-        {},
-        {"sigma": 1.0, "covariance": cov},
-        {"sigma": 0.0},
-        {"covariance": [[1.0, 0.0], [0.0, -1.0]]},
+    for kwargs, match in (
+        ({}, "give exactly one of sigma and covariance"),
+        ({"sigma": 1.0, "covariance": cov}, "give exactly one of sigma and covariance"),
+        ({"sigma": 0.0}, "sigma must be a finite number > 0"),
+        ({"covariance": [[1.0, 0.0], [0.0, -1.0]]}, "covariance must be positive definite"),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=match):
             gaussian_prior_strong_convexity(**kwargs)
 
 
@@ -801,8 +838,13 @@ def test_approximate_sampling_delta_proposition_12():
     assert approximate_sampling_delta(1.0, 0.0, 0.0) == 0.0
     with pytest.warns(VacuousBoundWarning):
         approximate_sampling_delta(5.0, 0.0, 0.01)
-    for args in ((0.0, 0.0, 0.1), (1.0, 1.0, 0.1), (1.0, -0.1, 0.1), (1.0, 0.0, 1.5)):
-        with pytest.raises(ValueError):
+    for args, match in (
+        ((0.0, 0.0, 0.1), "epsilon must be a finite number > 0"),
+        ((1.0, 1.0, 0.1), "delta must satisfy 0 <= delta < 1"),
+        ((1.0, -0.1, 0.1), "delta must satisfy 0 <= delta < 1"),
+        ((1.0, 0.0, 1.5), "tv_distance must be <= 1"),
+    ):
+        with pytest.raises(ValueError, match=match):
             approximate_sampling_delta(*args)
 
 
