@@ -176,7 +176,8 @@ def check_release_inputs(values, variables, neighbouring, backend, rng) -> np.nd
     InvalidPrivateDataError
         If ``values`` contains NaN or infinities (names the variables, never a value).
     ValueError
-        For an unknown neighbouring relation or backend, or an ``rng`` with OpenDP.
+        For an unknown neighbouring relation or backend, an ``rng`` with OpenDP, or an
+        ``rng`` that is not a ``numpy.random.Generator``.
     """
     array = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(array)):
@@ -188,6 +189,11 @@ def check_release_inputs(values, variables, neighbouring, backend, rng) -> np.nd
     _check_backend(backend)
     if backend == "opendp" and rng is not None:
         raise ValueError("rng is only used by the numpy backend; OpenDP draws its own noise")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise ValueError(
+            f"rng must be a numpy.random.Generator or None, got {type(rng).__name__}; "
+            "nothing was released"
+        )
     return array
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from pymc_dp import PrivacyLedger
+from pymc_dp import BudgetExceededError, PrivacyLedger
 from pymc_dp.accounting import epsilon_at
 from pymc_dp.ledger import PrivacyEvent, validate_delta
 from pymc_dp.mechanisms import gaussian, laplace
@@ -295,3 +295,76 @@ def _laplace_into(ledger):
         backend="numpy",
         rng=np.random.default_rng(0),
     )
+
+
+def test_laplace_scale_names_the_bad_argument_and_is_exact_where_opendp_certifies_it():
+    with pytest.raises(ValueError, match=r"^sensitivity must be a finite number > 0"):
+        laplace.laplace_scale(0.0, 1.0)
+    with pytest.raises(ValueError, match=r"^epsilon must be a finite number > 0"):
+        laplace.laplace_scale(1.0, -1.0)
+    # OpenDP's map at b = Δ/ε = 1 is exactly ε = 1: certified as is, not nudged
+    assert laplace._opendp_measurement(1.0).map(1.0) == 1.0
+    assert laplace.laplace_scale(1.0, 1.0, "opendp") == 1.0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "opendp"])
+def test_integer_statistics_are_released_as_floats(backend):
+    ledger = PrivacyLedger()
+    noisy = laplace.release_laplace(
+        np.array([1, 2, 3]),
+        sensitivity=1.0,
+        epsilon=1.0,
+        ledger=ledger,
+        neighbouring="replace-one",
+        variables=["y"],
+        statistic="counts",
+        backend=backend,
+    )
+    assert noisy.dtype == np.float64 and noisy.shape == (3,) and len(ledger) == 1
+    assert not np.array_equal(noisy, [1.0, 2.0, 3.0])  # fresh noise without an rng
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        (
+            {"values": np.array([1.0, np.nan])},
+            r"^statistic of y contains NaN .*nothing was released",
+        ),
+        (
+            {"backend": "opendp", "rng": np.random.default_rng(0)},
+            r"^rng is only used by the numpy backend; OpenDP draws its own noise$",
+        ),
+        ({"rng": 5}, r"^rng must be a numpy.random.Generator or None, got int"),
+        ({"backend": "gpu"}, r"^backend must be one of"),
+    ],
+)
+def test_bad_release_inputs_are_refused_before_any_charge(fields, match):
+    from pymc_dp import InvalidPrivateDataError
+
+    ledger = PrivacyLedger()
+    arguments = {
+        "values": np.array([1.0, 2.0]),
+        "sensitivity": 1.0,
+        "epsilon": 1.0,
+        "ledger": ledger,
+        "neighbouring": "replace-one",
+        "variables": ["y"],
+        "statistic": "counts",
+        "backend": "numpy",
+        **fields,
+    }
+    error = InvalidPrivateDataError if "values" in fields else ValueError
+    for release in (laplace.release_laplace, gaussian.release_gaussian):
+        extra = {"delta": DELTA} if release is gaussian.release_gaussian else {}
+        with pytest.raises(error, match=match):
+            release(**arguments, **extra)
+        assert len(ledger) == 0
+
+
+def test_check_all_counts_the_deltas_too():
+    ledger = PrivacyLedger(budget=(10.0, 1e-6))
+    ledger.check_all([(1.0, 4e-7), (1.0, 5e-7)])  # fits: 2, 9e-7
+    with pytest.raises(BudgetExceededError, match=r"delta"):
+        ledger.check_all([(1.0, 6e-7), (1.0, 6e-7)])  # ε fits, δ = 1.2e-6 does not
+    assert len(ledger) == 0
