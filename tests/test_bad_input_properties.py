@@ -297,17 +297,19 @@ def hmm_empty_groups(draw):
     columns = _record_columns()
     group = draw(st.sampled_from(["regions", "times", "categories"]))
     grid = {"categories": [HMM_CATEGORIES[0], []]} if group == "categories" else {group: []}
-    label, noun = {
-        "regions": ("region", "code"),
-        "times": ("time", "code"),
-        "categories": ("feature 'y'", "category"),
-    }[group]
-    if group != "categories" and draw(st.booleans()):  # no records at all: an empty grid
+    if draw(st.booleans()):  # no records at all
         columns = {name: column[:0] for name, column in columns.items()}
-        pattern = r"the grid needs at least one region and one time step"
-        return columns, grid, ValueError, pattern, []
+        if group != "categories":  # an empty grid
+            pattern = r"the grid needs at least one region and one time step"
+            return columns, grid, ValueError, pattern, []
+    if group == "categories":  # a public declaration, refused before the records are read
+        return columns, grid, ValueError, r"^feature 'y' has no categories", []
     n = len(HMM_REGION)
-    pattern = rf"^{re.escape(label)}: {n} records have a {noun} outside the declared domain"
+    label = {"regions": "region", "times": "time"}[group]
+    pattern = (
+        rf"^{label}: {n} records have a code outside the declared domain "
+        r"\(none is declared: the grid is empty\)"
+    )
     return columns, grid, InvalidPrivateDataError, pattern, []
 
 
@@ -389,12 +391,11 @@ def _hmm_counts():
 
 
 @st.composite
-def hmm_bad_tensor(draw, *, names=True):
+def hmm_bad_tensor(draw):
     """A (2, 3, 2, 3) count tensor broken at k entries: NaN/±inf, negative, fractional, non-zero
     at a padded category, or features counting different numbers of records in k cells.
 
-    Returns (tensor, pattern, secrets); ``names=False``: the pattern does not require the
-    inconsistent feature's name (see test_release_names_the_inconsistent_feature)."""
+    Returns (tensor, pattern, secrets); an inconsistent tensor is reported by feature name."""
     tensor = _hmm_counts().counts.copy()
     cells = [(r, t) for r in range(2) for t in range(3)]
     kind = draw(st.sampled_from(["nonfinite", "negative", "fractional", "padded", "inconsistent"]))
@@ -411,10 +412,9 @@ def hmm_bad_tensor(draw, *, names=True):
         if kind == "padded":
             pattern = rf"^counts are non-zero at a category outside its feature in {k} entries"
         else:
-            feature = r"feature 'y' count" if names else r"feature '[^']+' count"
             pattern = (
                 rf"^raw counts are inconsistent across features: in {k} "
-                rf"{_plural(k, 'cell', 'cells')}, {feature} a different number of records"
+                rf"{_plural(k, 'cell', 'cells')}, feature 'y' count a different number of records"
             )
         return tensor, pattern, [str(v) for v in values]
     where = draw(st.lists(st.sampled_from(declared), min_size=1, unique=True))
@@ -516,11 +516,12 @@ def test_hmm_bad_options_raise_and_charge_nothing(tmp_path_factory, monkeypatch,
 
 
 @HMM_SETTINGS
-@given(bad=hmm_bad_tensor(names=False))
-def test_hmm_counts_edited_in_place_are_refused_by_the_laplace_release(
-    tmp_path_factory, monkeypatch, bad
+@given(mechanism=st.sampled_from(HMM_MECHANISMS), bad=hmm_bad_tensor())
+def test_hmm_counts_edited_in_place_are_refused_by_every_route(
+    tmp_path_factory, monkeypatch, mechanism, bad
 ):
-    """Counts validated when counted, then edited in place: the release re-validates them."""
+    """Counts validated when counted, then edited in place: every route re-validates them
+    (the Laplace release; OPS and the exponential Gibbs before the budget check)."""
     tensor, pattern, secrets = bad
     counts = _hmm_model().pymc_dp_hmm.counts
     saved = counts.counts.copy()
@@ -529,7 +530,7 @@ def test_hmm_counts_edited_in_place_are_refused_by_the_laplace_release(
         counts.counts[...] = tensor
 
         def run(target, rng):
-            return _hmm_sample(_hmm_model(), "laplace", target, rng)
+            return _hmm_sample(_hmm_model(), mechanism, target, rng)
 
         _assert_hmm_refusal(tmp_path_factory, run, InvalidPrivateDataError, pattern, secrets)
     finally:
@@ -550,9 +551,7 @@ hmm_bad_release_options = st.one_of(
 @SETTINGS
 @given(
     bad=st.one_of(
-        hmm_bad_tensor(names=False).map(
-            lambda bad: ({}, bad[0], InvalidPrivateDataError, bad[1], bad[2])
-        ),
+        hmm_bad_tensor().map(lambda bad: ({}, bad[0], InvalidPrivateDataError, bad[1], bad[2])),
         hmm_bad_release_options.map(lambda bad: (bad[0], None, ValueError, bad[1], [])),
     )
 )
@@ -575,27 +574,26 @@ def test_hmm_release_refuses_bad_input_and_charges_nothing(tmp_path_factory, bad
     _assert_hmm_refusal(tmp_path_factory, run, error, pattern, secrets)
 
 
-# --- known package bugs: strict xfails, they start passing (and must be unmarked) once fixed ---
+# --- regressions: package bugs this review found, now fixed ---------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=PrivateDataSampled,
-    reason="package bug: the OPS and exponential-Gibbs HMM routes do not re-validate counts "
-    "edited in place after counting (the Laplace route does): they sample them and charge",
-)
 @pytest.mark.parametrize(
     ("mechanism", "index", "value", "pattern"),
     [
         ("ops", (0, 0, 0, 0), -3.0, r"^counts contain 1 negative entries"),
         ("ops", (0, 0, 0, 0), math.nan, r"^counts contain 1 NaN or infinite entries"),
         ("ops", (0, 0, 1, 0), 0.5, r"^raw counts contain 1 non-integer entries"),
+        ("ops", (0, 0, 1, 0), 7.0, r"feature 'y' count a different number of records"),
         ("gibbs-exponential", (0, 0, 0, 0), -3.0, r"^counts contain 1 negative entries"),
+        ("gibbs-exponential", (0, 0, 1, 0), 0.5, r"^raw counts contain 1 non-integer entries"),
+        ("gibbs-exponential", (0, 0, 1, 0), 7.0, r"feature 'y' count a different number"),
     ],
 )
 def test_tempered_hmm_routes_refuse_counts_edited_in_place(
     tmp_path_factory, monkeypatch, mechanism, index, value, pattern
 ):
+    """OPS and the exponential Gibbs re-validate counts edited in place after counting, before
+    the budget check: nothing sampled, charged or drawn (they used to sample and charge)."""
     counts = _hmm_model().pymc_dp_hmm.counts
     saved = counts.counts.copy()
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
@@ -610,56 +608,78 @@ def test_tempered_hmm_routes_refuse_counts_edited_in_place(
         counts.counts[...] = saved
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="package bug: a feature declared with no categories is accepted; the Laplace route "
-    "charges the release, then fails in PyTensor with a TypeError",
-)
-def test_a_feature_without_categories_is_refused_before_the_release(tmp_path_factory):
+@pytest.mark.parametrize("mechanism", HMM_MECHANISMS)
+def test_a_feature_without_categories_is_refused_before_the_release(
+    tmp_path_factory, monkeypatch, mechanism
+):
+    """No records and a feature with no categories: refused when counting (the Laplace route
+    used to charge the release, then fail in PyTensor)."""
+    monkeypatch.setattr(pm, "sample", _refuse_sampling)
     empty = {name: column[:0] for name, column in _record_columns().items()}
     run = _records_pipeline(
         empty["region"],
         empty["time"],
         empty["records"],
-        "laplace",
+        mechanism,
         {"categories": [HMM_CATEGORIES[0], []]},
     )
-    _assert_hmm_refusal(tmp_path_factory, run, ValueError, r"feature 'y'")
+    _assert_hmm_refusal(tmp_path_factory, run, ValueError, r"^feature 'y' has no categories")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="package bug: naive_bayes_hmm with no features fails in PyTensor ('No tensor "
-    "arguments provided.') instead of naming the features",
-)
+def test_a_feature_without_categories_is_refused_by_every_constructor():
+    categories = [HMM_CATEGORIES[0], []]
+    with pytest.raises(ValueError, match=r"^feature 'y' has no categories"):
+        CellCounts(np.zeros((2, 3, 2, 2)), categories=categories, **HMM_GRID)
+    frame = _hmm_frame().iloc[:0]
+    with pytest.raises(ValueError, match=r"^feature 'y' has no categories"):
+        cell_counts_from_frame(
+            frame,
+            region="where",
+            time="when",
+            features=["x", "y"],
+            regions=HMM_GRID["regions"],
+            times=HMM_GRID["times"],
+            categories=dict(zip(HMM_GRID["features"], categories, strict=True)),
+        )
+
+
 def test_a_model_without_features_is_refused_by_name(tmp_path_factory):
     run = _records_pipeline(
         HMM_REGION, HMM_TIME, HMM_RECORDS[:, :0], "laplace", {"features": [], "categories": []}
     )
-    _assert_hmm_refusal(tmp_path_factory, run, ValueError, r"feature")
+    _assert_hmm_refusal(tmp_path_factory, run, ValueError, r"needs? at least one feature")
+    grid = {**HMM_GRID, "features": []}
+    with pytest.raises(ValueError, match=r"needs? at least one feature"):
+        CellCounts(np.zeros((2, 3, 0, 1)), categories=[], **grid)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="package bug: a count tensor of strings is refused by NumPy with a message that "
-    "quotes a value ('could not convert string to float: ...')",
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        np.full((2, 3, 2, 3), "SECRET_label"),
+        np.full((2, 3, 2, 3), b"SECRET_label"),
+        np.array([*[0.0] * 35, "SECRET_label"], dtype=object).reshape(2, 3, 2, 3),
+        np.array([*[0] * 35, "7"], dtype=object).reshape(2, 3, 2, 3),
+    ],
+    ids=["str", "bytes", "object-str", "object-numeric-str"],
 )
-def test_a_tensor_of_labels_is_refused_without_quoting_them():
-    tensor = np.full((2, 3, 2, 3), "SECRET_label")
-    with pytest.raises((ValueError, TypeError), match="counts") as refused:
+def test_a_tensor_of_labels_is_refused_without_quoting_them(tensor):
+    with pytest.raises(
+        InvalidPrivateDataError, match=r"^counts must be a tensor of numbers"
+    ) as refused:
         CellCounts(tensor, categories=HMM_CATEGORIES, **HMM_GRID)
     assert "SECRET" not in str(refused.value)
+    assert refused.value.__cause__ is None and refused.value.__context__ is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="package bug: release_cell_counts validates without the feature names, so an "
-    "inconsistent tensor is reported as feature '#1' rather than 'y'",
-)
+def test_a_tensor_of_numbers_of_any_numeric_dtype_is_accepted():
+    counts = _hmm_counts().counts
+    for tensor in (counts.astype(np.int32), counts.astype(object), counts.astype(np.float32)):
+        cells = CellCounts(tensor, categories=HMM_CATEGORIES, **HMM_GRID)
+        assert cells.counts.dtype == np.float64
+        np.testing.assert_array_equal(cells.counts, counts)
+
+
 def test_release_names_the_inconsistent_feature():
     counts = _hmm_counts()
     counts.counts[0, 0, 1, 0] += 2
@@ -669,11 +689,6 @@ def test_release_names_the_inconsistent_feature():
     assert ledger.events == ()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="package bug: the HMM routes refuse a bad release= without naming the option",
-)
 @pytest.mark.parametrize(
     ("mechanism", "release"),
     [("laplace", "chain"), ("ops", "chain"), ("gibbs-exponential", "last")],
@@ -685,12 +700,6 @@ def test_hmm_bad_release_is_refused_by_name(tmp_path_factory, mechanism, release
     _assert_hmm_refusal(tmp_path_factory, run, ValueError, rf"release='{release}'")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="package bug: release_cell_counts does not check rng= before the release: rng=5 "
-    "charges the ledger, then fails drawing the noise ('int' object has no attribute 'laplace')",
-)
 def test_hmm_release_checks_the_generator_before_charging(tmp_path_factory):
     counts = _hmm_counts()
 
@@ -698,4 +707,16 @@ def test_hmm_release_checks_the_generator_before_charging(tmp_path_factory):
         (ledger,) = target.values()
         return release_cell_counts(counts, 1.0, ledger=ledger, backend="numpy", rng=5)
 
-    _assert_hmm_refusal(tmp_path_factory, run, TypeError, r"\brng\b")
+    _assert_hmm_refusal(
+        tmp_path_factory, run, ValueError, r"rng must be a numpy\.random\.Generator"
+    )
+
+
+@pytest.mark.parametrize("ledger", [None, "budget.jsonl", 5.0])
+def test_hmm_release_refuses_a_missing_ledger_by_name(ledger):
+    counts = _hmm_counts()
+    rng = np.random.default_rng(0)
+    state = rng.bit_generator.state
+    with pytest.raises(TypeError, match=r"^ledger must be a PrivacyLedger or a PrivacySession"):
+        release_cell_counts(counts, 1.0, ledger=ledger, backend="numpy", rng=rng)
+    assert rng.bit_generator.state == state

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -76,13 +77,14 @@ class CellCounts:
     noisy: bool = False
 
     def __post_init__(self) -> None:
-        counts = np.asarray(self.counts, dtype=np.float64)
+        counts = _float_counts(self.counts)
         object.__setattr__(self, "counts", counts)
         for name in ("regions", "times", "features"):
             object.__setattr__(self, name, tuple(str(v) for v in getattr(self, name)))
         object.__setattr__(
             self, "categories", tuple(tuple(str(c) for c in cats) for cats in self.categories)
         )
+        _check_declared_features(self.features, self.categories)
         shape = (len(self.regions), len(self.times), len(self.features), self.max_categories)
         if counts.shape != shape:
             raise ValueError(f"counts has shape {counts.shape}, the labels give {shape}")
@@ -181,6 +183,59 @@ def release_event_of(counts: CellCounts) -> PrivacyEvent | None:
     return event
 
 
+def _float_counts(values) -> np.ndarray:
+    """``values`` as a float64 array, refusing a tensor that does not hold numbers.
+
+    Checked before converting: NumPy's own message quotes the offending entry (``could not
+    convert string to float: ...``). The message gives the dtype and a number of entries,
+    never a value.
+    """
+    array = np.asarray(values)
+    if array.dtype.kind in "biuf":  # bool, integers, floats
+        return array.astype(np.float64, copy=False)
+    if array.dtype.kind == "O":  # a Python object per entry: numbers only
+        not_numbers = sum(
+            1
+            for v in array.flat
+            if not isinstance(v, (numbers.Real, np.bool_)) or isinstance(v, (str, bytes))
+        )
+        if not not_numbers:
+            return array.astype(np.float64)
+        detail = f"dtype object with {not_numbers} entries that are not real numbers"
+    else:
+        detail = f"dtype {array.dtype}"
+    raise InvalidPrivateDataError(
+        f"counts must be a tensor of numbers (a numeric or boolean dtype), got {detail}: count "
+        "the records with cell_counts or cell_counts_from_frame; nothing was counted or released"
+    )
+
+
+def _check_declared_features(features: Sequence[str], categories: Sequence[Sequence[str]]) -> None:
+    """The declared features (public): at least one, each with at least one category.
+
+    Raises
+    ------
+    ValueError
+        If no feature is declared, the categories are not one list per feature, or a feature
+        declares no category (named). Nothing about the records is read.
+    """
+    if len(features) == 0:
+        raise ValueError(
+            "the counts need at least one feature: a naive-Bayes HMM sees the records only "
+            "through their features, and none is declared; nothing was counted or released"
+        )
+    if len(categories) != len(features):
+        raise ValueError(f"need categories for each of the {len(features)} features")
+    empty = [repr(str(f)) for f, c in zip(features, categories, strict=True) if len(c) == 0]
+    if empty:
+        one = len(empty) == 1
+        raise ValueError(
+            f"feature{'' if one else 's'} {', '.join(empty)} ha{'s' if one else 've'} no "
+            "categories: declare every feature's categories up front (at least one each); "
+            "nothing was counted or released"
+        )
+
+
 def validate_counts(
     counts: np.ndarray,
     n_categories: Sequence[int],
@@ -218,7 +273,7 @@ def validate_counts(
         raw = not allow_negative
     if raw and allow_negative:
         raise ValueError("raw counts cannot be negative: pass raw=False for released counts")
-    counts = np.asarray(counts)
+    counts = _float_counts(counts)
     if counts.ndim != 4:
         raise InvalidPrivateDataError(
             f"counts must be 4-D (R, T, D, J), got {counts.ndim}-D; nothing was released"
@@ -331,8 +386,7 @@ def cell_counts(
         raise ValueError(f"records must have shape (N, {n_features}), got {records.shape}")
     if region.shape != (records.shape[0],) or time.shape != region.shape:
         raise ValueError("region, time and records must describe the same N records")
-    if len(categories) != n_features:
-        raise ValueError(f"need categories for each of the {n_features} features")
+    _check_declared_features(features, categories)
     n_regions, n_times = len(regions), len(times)
     n_categories = np.array([len(c) for c in categories], dtype=np.int64)
     width = int(n_categories.max(initial=1))
@@ -372,9 +426,10 @@ def _outside_domain_message(region, time, records, n_regions, n_times, features,
         bad = int(np.count_nonzero((codes < 0) | (codes >= size)))
         if bad:
             noun = "category" if what.startswith("feature") else "code"
+            declared = f"codes 0..{size - 1}" if size else "none is declared: the grid is empty"
             problems.append(
                 f"{what}: {bad} record{'s' if bad != 1 else ''} ha{'ve' if bad != 1 else 's'} "
-                f"a {noun} outside the declared domain (codes 0..{size - 1})"
+                f"a {noun} outside the declared domain ({declared})"
             )
     return (
         "; ".join(problems) + ". Declare every region, time step and category up front, or "
@@ -433,6 +488,7 @@ def cell_counts_from_frame(
     missing = [f for f in features if f not in categories]
     if missing:
         raise ValueError(f"no declared categories for features {missing}")
+    _check_declared_features(features, [categories[f] for f in features])
     records = (
         np.column_stack([_codes(frame[f], categories[f], f"feature {f!r}") for f in features])
         if features

@@ -139,16 +139,29 @@ def release_cell_counts(
     InvalidPrivateDataError
         If the counts are NaN, negative or non-zero outside a feature's categories.
     ValueError
-        If the counts are already noisy, or epsilon/neighbouring/backend/projection are
+        If the counts are already noisy, or epsilon/neighbouring/backend/projection/rng are
         invalid.
+    TypeError
+        If ``counts`` is not a :class:`~pymc_dp.hmm.CellCounts` or ``ledger`` cannot be
+        charged (e.g. None).
     BudgetExceededError
         If the ledger's budget would be exceeded (nothing is released).
     """
+    if not isinstance(counts, CellCounts):
+        raise TypeError(
+            f"counts must be a CellCounts (from cell_counts or cell_counts_from_frame), got "
+            f"{type(counts).__name__}; nothing was released"
+        )
+    if ledger is None or not callable(getattr(ledger, "charge", None)):
+        raise TypeError(
+            "ledger must be a PrivacyLedger or a PrivacySession to charge the release to, got "
+            f"{type(ledger).__name__}; nothing was released"
+        )
     if counts.noisy:
         raise ValueError("these counts are already a private release")
     if projection not in PROJECTIONS:
         raise ValueError(f"projection must be one of {PROJECTIONS}, got {projection!r}")
-    validate_counts(counts.counts, counts.n_categories)
+    validate_counts(counts.counts, counts.n_categories, features=counts.features)
     mask = np.broadcast_to(counts.category_mask, counts.shape)
     n_regions, n_times, n_features, _ = counts.shape
     spent_before = len(ledger)

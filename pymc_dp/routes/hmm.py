@@ -14,7 +14,7 @@ import pymc as pm
 import xarray as xr
 
 from pymc_dp.analysis import Recognised
-from pymc_dp.hmm.cells import release_event_of
+from pymc_dp.hmm.cells import CellCounts, release_event_of, validate_counts
 from pymc_dp.hmm.privacy import (
     PROJECTIONS,
     gibbs_sweep_events,
@@ -129,12 +129,22 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             "(Δ bounds a replaced record). Nothing was sampled."
         )
     if mechanism == "ops" and request.release not in (None, "last"):
-        raise ValueError("the HMM's OPS releases the last draw of each chain only")
+        raise ValueError(
+            f"release={request.release!r}: the HMM's OPS releases the last draw of each chain "
+            "only (release='last' or None). Nothing was sampled."
+        )
     if mechanism == "gibbs-exponential" and request.release not in (None, "chain"):
-        raise ValueError("mechanism='gibbs-exponential' releases the whole chain")
+        raise ValueError(
+            f"release={request.release!r}: mechanism='gibbs-exponential' releases the whole "
+            "chain (release='chain' or None). Nothing was sampled."
+        )
     if mechanism == "laplace":
         if request.release is not None:
-            raise ValueError("the Laplace path releases statistics once; every draw is free")
+            raise ValueError(
+                f"release={request.release!r}: the HMM's Laplace path releases the counts once "
+                "and every draw is post-processing, so it takes no release (None). Nothing was "
+                "released."
+            )
         noisy = release_cell_counts(
             spec.counts,
             epsilon,
@@ -149,7 +159,6 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         idata[RELEASED_GROUP] = released
         idata[RELEASED_GROUP].attrs["inference"] = inference
         return idata
-    noise_seed = noise_seed_from(request.noise_rng)  # the sampler's draws are the privacy noise
     ledger, neighbouring = request.ledger, request.neighbouring
     accounting = request_accounting(request)
     if accounting == "tight" and mechanism == "laplace":
@@ -162,15 +171,28 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         )
     if mechanism == "gibbs-exponential":
         return _sample_exponential_gibbs(
-            spec, request.draws, epsilon, neighbouring, ledger, noise_seed, kwargs, delta
+            spec, request.draws, epsilon, neighbouring, ledger, request.noise_rng, kwargs, delta
         )
     return _sample_ops(
-        spec, request.draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs, delta
+        spec, request.draws, epsilon, neighbouring, ledger, method, request.noise_rng, kwargs, delta
     )
 
 
+def _validated_raw_counts(counts: CellCounts) -> CellCounts:
+    """A validated snapshot of the raw counts the tempered mechanisms sample.
+
+    The counts were checked when counted, but the tensor is a mutable array: it may have been
+    edited in place since (negative, fractional, NaN, inconsistent across features). The same
+    check as the Laplace release (:func:`~pymc_dp.hmm.validate_counts`, naming the features)
+    runs before the budget is checked, anything is charged or the noise generator is drawn
+    from; the model is then built on a copy, so a later edit cannot reach the sampler.
+    """
+    validate_counts(counts.counts, counts.n_categories, raw=True, features=counts.features)
+    return counts.with_counts(counts.counts.copy())
+
+
 def _sample_exponential_gibbs(
-    spec, draws, epsilon, neighbouring, ledger, noise_seed, kwargs, delta=0.0
+    spec, draws, epsilon, neighbouring, ledger, noise_rng, kwargs, delta=0.0
 ):
     """Release every draw: each update is an exponential mechanism, all updates compose.
 
@@ -181,9 +203,13 @@ def _sample_exponential_gibbs(
     (:func:`~pymc_dp.mechanisms.exponential.calibrate_temperature`); with δ > 0 (tight
     accounting), at the lowest T whose update events compose to ε at δ. No convergence
     assumption is needed.
+
+    The raw counts are re-validated first; the secret noise seed is drawn from ``noise_rng``
+    only after the budget check.
     """
     if neighbouring != "replace-one":
         raise ValueError("the HMM's exponential-mechanism Gibbs is calibrated for replace-one")
+    counts = _validated_raw_counts(spec.counts)
     chains = int(kwargs.setdefault("chains", 1))
     n_sweeps = chains * (int(kwargs.setdefault("tune", 1000)) + int(draws))
     n_categories = spec.counts.n_categories
@@ -209,7 +235,8 @@ def _sample_exponential_gibbs(
         )
         temperature, note = tight.temperature, _tight_note(tight)
     check_events(ledger, events_at(temperature))
-    with spec.rebuild(spec.counts), route_context():
+    noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
+    with spec.rebuild(counts), route_context():
         step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
     charge_events(ledger, _noted(events_at(temperature), note))
@@ -258,8 +285,11 @@ def _sample_laplace(spec, noisy, draws, method, inference, kwargs):
     return keep_groups(idata, _KEPT_GROUPS), released
 
 
-def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, kwargs, delta=0.0):
+def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_rng, kwargs, delta=0.0):
+    """Release the last draw of each chain (OPS); the raw counts are re-validated first and
+    the secret noise seed is drawn from ``noise_rng`` only after the budget check."""
     refuse_leaky_options(kwargs)
+    counts = _validated_raw_counts(spec.counts)
     chains = int(kwargs.get("chains") or 1)
     kwargs["chains"] = chains
     tune = int(kwargs.get("tune", 1000))
@@ -284,7 +314,8 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_seed, 
         cost = ops_cost(n_categories, spec.lower, 2 * cost.log_likelihood_bound / tight.temperature)
         note = _tight_note(tight)
     check_events(ledger, [event_at(cost.temperature)])
-    model = spec.rebuild(spec.counts)
+    noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
+    model = spec.rebuild(counts)
     with model, route_context(), quiet_unreleased():  # only the last draw is released
         step = NaiveBayesHMMGibbs(
             method=method, temperature=cost.temperature, noise_seed=noise_seed
