@@ -7,9 +7,19 @@
   statistics;
 * :mod:`~pymc_dp.mechanisms.exponential` — the temperature of posterior sampling (the
   exponential mechanism) and of a Gibbs posterior: the one place T is calibrated and capped;
-* :mod:`~pymc_dp.mechanisms.ops` — one exact posterior sample of a truncated Beta–Bernoulli.
+* :mod:`~pymc_dp.mechanisms.ops` — one exact posterior sample of a truncated Beta–Bernoulli;
+* :mod:`~pymc_dp.mechanisms.dirichlet` — releases of a Dirichlet–Categorical posterior
+  (LSDim, LSHist, EHD, EHDS) with the Hellinger distance between Dirichlets; its
+  ``ehdl_non_private`` baseline is not differentially private and is not exported here.
 """
 
+from pymc_dp.mechanisms.dirichlet import DP_RELEASES as DIRICHLET_RELEASES
+from pymc_dp.mechanisms.dirichlet import (
+    release_ehd,
+    release_ehds,
+    release_lsdim,
+    release_lshist,
+)
 from pymc_dp.mechanisms.exponential import (
     TemperatureCalibration,
     calibrate_temperature,
@@ -24,6 +34,7 @@ from pymc_dp.mechanisms.gaussian import (
 from pymc_dp.mechanisms.laplace import NOISE_BACKENDS, laplace_scale, release_laplace
 
 __all__ = [
+    "DIRICHLET_RELEASES",
     "NOISES",
     "NOISE_BACKENDS",
     "GaussianCalibration",
@@ -32,6 +43,10 @@ __all__ = [
     "gaussian_calibration",
     "gibbs_posterior_inverse_temperature",
     "laplace_scale",
+    "release_ehd",
+    "release_ehds",
     "release_gaussian",
     "release_laplace",
+    "release_lsdim",
+    "release_lshist",
 ]
