@@ -335,7 +335,10 @@ def test_integer_statistics_are_released_as_floats(backend):
             {"backend": "opendp", "rng": np.random.default_rng(0)},
             r"^rng is only used by the numpy backend; OpenDP draws its own noise$",
         ),
-        ({"rng": 5}, r"^rng must be a numpy.random.Generator or None, got int"),
+        (
+            {"rng": 5},
+            r"^rng must be a numpy.random.Generator or None, got int; nothing was released$",
+        ),
         ({"backend": "gpu"}, r"^backend must be one of"),
     ],
 )
@@ -368,3 +371,50 @@ def test_check_all_counts_the_deltas_too():
     with pytest.raises(BudgetExceededError, match=r"delta"):
         ledger.check_all([(1.0, 6e-7), (1.0, 6e-7)])  # ε fits, δ = 1.2e-6 does not
     assert len(ledger) == 0
+
+
+def test_gaussian_delta_refusal_says_why_under_the_callers_name():
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"^route_delta must satisfy 0 < route_delta < 1 for the Gaussian mechanism \(it is "
+            r"never \(ε, 0\)-DP: give e.g. route_delta=1e-6, well below 1/n; nothing was "
+            r"released\), got 0.0$"
+        ),
+    ):
+        gaussian.validate_gaussian_delta(0.0, "route_delta")
+
+
+def test_gaussian_numpy_backend_without_an_rng_draws_fresh_noise():
+    noisy, _ = _release(rng=None)
+    again, _ = _release(rng=None)
+    assert noisy.dtype == np.float64 and not np.array_equal(noisy, again)
+
+
+def test_split_epsilon_names_missing_and_extra_releases():
+    from pymc_dp.ledger import split_epsilon
+
+    assert split_epsilon(1.0, ["a", "b"]) == {"a": 0.5, "b": 0.5}
+    with pytest.raises(ValueError, match=r"\['c'\]"):
+        split_epsilon({"a": 0.5, "b": 0.5, "c": 0.1}, ["a", "b"])
+    with pytest.raises(ValueError, match=r"\['b'\]"):
+        split_epsilon({"a": 0.5}, ["a", "b"])
+
+
+def test_calibrate_temperature_names_a_bad_cost():
+    from pymc_dp.mechanisms.exponential import calibrate_temperature
+
+    with pytest.raises(
+        ValueError, match=r"^the cost of one release at T = 1 must be a finite number >= 0"
+    ):
+        calibrate_temperature(-1.0, 1.0)
+
+
+def test_tight_calibration_with_rtol_zero_bisects_to_the_last_float():
+    k, c = 1000, 1.0
+    result = calibrate_temperature_tight(
+        lambda t: [_releases(c / t, k)], 1.0, DELTA, basic_temperature=c * k, rtol=0.0
+    )
+    assert isinstance(result.temperature, float)
+    lowest = c / tight_release_epsilon(1.0, DELTA, k, rtol=0.0)
+    assert result.temperature == pytest.approx(lowest, rel=1e-9)
