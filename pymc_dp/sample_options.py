@@ -249,9 +249,18 @@ def _check_initval_shapes(model: pm.Model, point: Mapping) -> None:
 
 
 def check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism, step) -> None:
-    """Refuse options that the run would reject only after the release: a route's keyword
-    given to another route, and step-method options (``nuts={...}``, ``target_accept``) that
+    """Refuse options that the run would reject only after the release: ``callback`` and a
+    custom ``trace`` backend on the routes that sample the private records directly, a route's
+    keyword given to another route, and step-method options (``nuts={...}``, ``target_accept``) that
     no PyMC sampler of the run would take."""
+    if mechanism != "laplace":  # the temperature and HMM routes charge after pm.sample
+        for name in ("callback", "trace"):
+            if kwargs.get(name) is not None:
+                raise ValueError(
+                    f"{name!r} would see draws computed from the private records while "
+                    f"mechanism={mechanism!r} samples, before the run is charged (a callback "
+                    "that raises would end the run uncharged); drop it. Nothing was released."
+                )
     for name in kwargs:
         route = ROUTE_OPTIONS.get(name)
         if route == "hmm" and recognised.kind != "hmm":

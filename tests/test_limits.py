@@ -861,6 +861,12 @@ class TestFromDatatreeErrors:
             L.from_datatree(
                 draws, {"a": ("mu", 0, None)}, distance=1, epsilon=1.0, group="posterior"
             )
+        for group in ("observed_data", "constant_data"):
+            with pytest.raises(ValueError, match=rf"group '{group}' holds the records"):
+                L.from_datatree(draws, {"a": ("mu", 0, None)}, distance=1, epsilon=1.0, group=group)
+        records = xr.Dataset({"y": ("y_dim_0", np.array([0.9, 0.8]))})
+        with pytest.raises(ValueError, match=r"no \['chain', 'draw'\] dimension"):
+            L.from_datatree(records, {"a": ("y", 0.85, None)}, distance=1, epsilon=1.0)
         delta_ledger = PrivacyLedger(events=[_event(1.0, 1e-5)])
         with pytest.raises(ValueError, match="pure epsilon-DP"):
             L.from_datatree(draws, {"a": ("mu", 0, None)}, distance=1, epsilon=delta_ledger)

@@ -31,17 +31,38 @@ low <= variable <= high (None for an open end) of a scalar variable."""
 _SAMPLE_DIMS = ("chain", "draw")
 
 
+_RECORD_GROUPS = ("observed_data", "constant_data")
+"""Groups that hold the records themselves (PyMC's copies of observed values and data)."""
+
+
 def _group(idata: Any, group: str) -> xr.Dataset:
+    if group in _RECORD_GROUPS:
+        raise ValueError(
+            f"group {group!r} holds the records, not prior draws: the limits are computed "
+            "from the prior alone (pass the 'prior' group of pm.sample_prior_predictive)"
+        )
     if isinstance(idata, xr.Dataset):
-        return idata
+        return _with_sample_dims(idata)
     if isinstance(idata, xr.DataTree):
         if group not in idata.children:
             raise ValueError(
                 f"the DataTree has no {group!r} group (it has {sorted(idata.children)}): pass "
                 "the result of pm.sample_prior_predictive, or add its prior group"
             )
-        return idata[group].to_dataset()
+        return _with_sample_dims(idata[group].to_dataset())
     raise ValueError(f"idata must be an xarray.DataTree or Dataset, got {type(idata).__name__}")
+
+
+def _with_sample_dims(draws: xr.Dataset) -> xr.Dataset:
+    """Prior draws have PyMC's ``chain`` and ``draw`` dimensions (a dataset without them,
+    such as the records, is not a sample of the prior)."""
+    missing = [d for d in _SAMPLE_DIMS if d not in draws.dims]
+    if missing:
+        raise ValueError(
+            f"the prior draws have no {missing} dimension(s): pass the prior group of "
+            "pm.sample_prior_predictive (dimensions 'chain' and 'draw')"
+        )
+    return draws
 
 
 def _indicator(name: str, spec: EventSpec, draws: xr.Dataset) -> np.ndarray:

@@ -44,7 +44,7 @@ from scipy.special import gammaln
 
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon
-from pymc_dp.mechanisms.laplace import NoiseBackend, release_laplace
+from pymc_dp.mechanisms.laplace import NoiseBackend, check_rng, release_laplace
 
 __all__ = [
     "DP_RELEASES",
@@ -440,6 +440,7 @@ def release_ehd(
     """
     counts, alpha = _check_histogram(counts, alpha, variables)
     epsilon = validate_epsilon(epsilon)
+    check_rng(rng)
     sensitivity = _ehd_sensitivity(alpha)
     cands, _, log_weights = _exponential(counts, alpha, epsilon / (2.0 * sensitivity))
     ledger.charge(
@@ -490,6 +491,7 @@ def release_ehds(
     """
     counts, alpha = _check_histogram(counts, alpha, variables)
     epsilon = validate_epsilon(epsilon)
+    check_rng(rng)
     gamma = _check_gamma(gamma)
     others = candidate_counts(counts.sum(), alpha.size)
     s = _smooth_sensitivity(counts, alpha, gamma, others)

@@ -179,7 +179,13 @@ def check_release_inputs(values, variables, neighbouring, backend, rng) -> np.nd
         For an unknown neighbouring relation or backend, an ``rng`` with OpenDP, or an
         ``rng`` that is not a ``numpy.random.Generator``.
     """
-    array = np.asarray(values, dtype=np.float64)
+    raw = np.asarray(values)
+    if raw.dtype.kind not in "biuf":  # NumPy's own conversion error would quote a value
+        raise InvalidPrivateDataError(
+            f"statistic of {', '.join(variables)} must be numbers, got an array of dtype "
+            f"{raw.dtype.kind!r}; nothing was released"
+        )
+    array = raw.astype(np.float64)
     if not np.all(np.isfinite(array)):
         raise InvalidPrivateDataError(
             f"statistic of {', '.join(variables)} contains NaN or infinite values; "
@@ -189,12 +195,23 @@ def check_release_inputs(values, variables, neighbouring, backend, rng) -> np.nd
     _check_backend(backend)
     if backend == "opendp" and rng is not None:
         raise ValueError("rng is only used by the numpy backend; OpenDP draws its own noise")
+    check_rng(rng)
+    return array
+
+
+def check_rng(rng) -> None:
+    """Refuse an ``rng`` that is not a ``numpy.random.Generator`` (or None), before any charge.
+
+    Raises
+    ------
+    ValueError
+        Naming its type.
+    """
     if rng is not None and not isinstance(rng, np.random.Generator):
         raise ValueError(
             f"rng must be a numpy.random.Generator or None, got {type(rng).__name__}; "
             "nothing was released"
         )
-    return array
 
 
 def _check_backend(backend: str) -> None:

@@ -340,6 +340,10 @@ def test_integer_statistics_are_released_as_floats(backend):
             r"^rng must be a numpy.random.Generator or None, got int; nothing was released$",
         ),
         ({"backend": "gpu"}, r"^backend must be one of"),
+        (
+            {"values": np.array(["secret-7", "3.25"])},
+            r"^statistic of y must be numbers, got an array of dtype 'U'; nothing was released$",
+        ),
     ],
 )
 def test_bad_release_inputs_are_refused_before_any_charge(fields, match):
@@ -418,3 +422,40 @@ def test_tight_calibration_with_rtol_zero_bisects_to_the_last_float():
     assert isinstance(result.temperature, float)
     lowest = c / tight_release_epsilon(1.0, DELTA, k, rtol=0.0)
     assert result.temperature == pytest.approx(lowest, rel=1e-9)
+
+
+@pytest.mark.parametrize("release", ["release_ehd", "release_ehds"])
+@pytest.mark.parametrize("rng", [42, "x", np.random.RandomState(0)])
+def test_dirichlet_exponential_releases_refuse_a_bad_rng_before_charging(release, rng):
+    from pymc_dp.mechanisms import dirichlet
+
+    ledger = PrivacyLedger(budget=10.0)
+    with pytest.raises(ValueError, match=r"^rng must be a numpy.random.Generator or None"):
+        getattr(dirichlet, release)([1, 2, 3], [1.0, 1.0, 1.0], epsilon=1.0, ledger=ledger, rng=rng)
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential", "metropolis"])
+@pytest.mark.parametrize("option", ["callback", "trace"])
+def test_routes_that_charge_after_sampling_refuse_callbacks_and_trace_backends(mechanism, option):
+    """A callback sees every draw while the run samples, before its events are charged: one
+    that raised would end the run uncharged (found by the adversarial review)."""
+    import pymc as pm
+
+    import pymc_dp
+    from pymc_dp.distributions import TruncatedBeta
+
+    with pm.Model() as model:
+        p = TruncatedBeta("p", 1.0, 1.0, 0.1)
+        pm.Bernoulli("y", p=p, observed=np.array([0, 1, 1]))
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=rf"^{option!r} would see draws computed from the private"):
+        pymc_dp.sample(
+            draws=5,
+            model=model,
+            epsilon=1.0,
+            mechanism=mechanism,
+            ledger=ledger,
+            **{option: print if option == "callback" else object()},
+        )
+    assert len(ledger) == 0
