@@ -754,6 +754,9 @@ def _check_gamma(gamma: float) -> float:
     return gamma
 
 
+_MAX_RECORDS = 2**53
+
+
 def _check_histogram(counts, alpha, variables) -> tuple[np.ndarray, np.ndarray]:
     """Validate the public prior, then the private histogram (errors never show counts)."""
     alpha = _concentrations(alpha, "alpha")
@@ -761,7 +764,10 @@ def _check_histogram(counts, alpha, variables) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError("alpha must be a 1-d array of at least 2 concentrations")
     names = ", ".join(variables)
     try:
-        array = np.asarray(counts, dtype=np.float64)
+        raw = np.asarray(counts)
+        if raw.dtype.kind not in "biuf":  # strings and objects are not counts ("7" included)
+            raise TypeError
+        array = raw.astype(np.float64)
     except (TypeError, ValueError):
         raise InvalidPrivateDataError(
             f"counts of {names} are not numeric; nothing was released"
@@ -778,6 +784,10 @@ def _check_histogram(counts, alpha, variables) -> tuple[np.ndarray, np.ndarray]:
     if array.sum() < 1:
         raise InvalidPrivateDataError(
             f"counts of {names} must hold at least one record; nothing was released"
+        )
+    if array.sum() > _MAX_RECORDS:  # beyond it, float64 and int64 arithmetic is not exact
+        raise InvalidPrivateDataError(
+            f"counts of {names} hold more than 2**53 records; nothing was released"
         )
     return array.astype(np.int64), alpha
 

@@ -459,3 +459,23 @@ def test_routes_that_charge_after_sampling_refuse_callbacks_and_trace_backends(m
             **{option: print if option == "callback" else object()},
         )
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize(
+    ("counts", "match"),
+    [
+        ([1e300, 1, 1], r"hold more than 2\*\*53 records; nothing was released$"),
+        (["7", "1", "3"], r"are not numeric; nothing was released$"),
+    ],
+)
+@pytest.mark.parametrize("release", ["release_ehd", "release_lshist", "release_lsdim"])
+def test_dirichlet_releases_refuse_huge_or_text_counts_before_charging(counts, match, release):
+    from pymc_dp import InvalidPrivateDataError
+    from pymc_dp.mechanisms import dirichlet
+
+    ledger = PrivacyLedger()
+    options = {} if release == "release_ehd" else {"backend": "numpy"}
+    with pytest.raises(InvalidPrivateDataError, match=match) as refused:
+        getattr(dirichlet, release)(counts, [1.0, 1.0, 1.0], epsilon=1.0, ledger=ledger, **options)
+    assert "300" not in str(refused.value) and "7" not in str(refused.value)
+    assert len(ledger) == 0
