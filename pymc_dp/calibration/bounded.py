@@ -276,7 +276,9 @@ def _pymc_intervals(model, datasets, scored, rng, level, draws, tune, target_acc
             chains=1,
             cores=1,
             init=init,
-            random_seed=rng,
+            # an int drawn from rng: a Generator passed as random_seed is copied, not
+            # advanced, by pm.sample, so every data set would reuse the same random numbers
+            random_seed=int(rng.integers(2**31)),
             progressbar=False,
             compute_convergence_checks=False,
             return_inferencedata=False,
