@@ -35,6 +35,7 @@
 # %%
 import itertools
 import math
+import os
 from pathlib import Path
 
 import arviz as az
@@ -50,7 +51,11 @@ from pymc_dp.mechanisms.gaussian import release_gaussian
 from pymc_dp.mechanisms.laplace import release_laplace
 
 SEED = 2024  # seeds the MCMC and the simulated data models; the privacy noise is OpenDP's
-RESULTS = Path("..") / "docs" / "results"
+# The figures are also saved as PNGs: to docs/results, or to the directory named by the
+# environment variable PYMC_DP_RESULTS (the test suite points it to a temporary directory,
+# so that its run of this notebook never modifies the repository).
+RESULTS = Path(os.environ.get("PYMC_DP_RESULTS", Path("..") / "docs" / "results"))
+RESULTS.mkdir(parents=True, exist_ok=True)
 rng = np.random.default_rng(SEED)
 
 # %% [markdown]

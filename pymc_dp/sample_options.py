@@ -253,13 +253,15 @@ def check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism,
     custom ``trace`` backend on the routes that sample the private records directly, a route's
     keyword given to another route, and step-method options (``nuts={...}``, ``target_accept``) that
     no PyMC sampler of the run would take."""
-    if mechanism != "laplace":  # the temperature and HMM routes charge after pm.sample
+    if recognised.kind in ("tempered", "hmm") and mechanism != "laplace":
+        # the temperature and HMM routes sample the private records themselves: draws
+        # that are not released (release="last") must not reach a callback or backend
         for name in ("callback", "trace"):
             if kwargs.get(name) is not None:
                 raise ValueError(
-                    f"{name!r} would see draws computed from the private records while "
-                    f"mechanism={mechanism!r} samples, before the run is charged (a callback "
-                    "that raises would end the run uncharged); drop it. Nothing was released."
+                    f"{name!r} would see every draw computed from the private records while "
+                    f"mechanism={mechanism!r} samples, including draws it does not release; "
+                    "drop it. Nothing was released."
                 )
     for name in kwargs:
         route = ROUTE_OPTIONS.get(name)
@@ -296,7 +298,9 @@ def _pymc_step_names(model: pm.Model, recognised, mechanism: str, step) -> set[s
     the run's private step does not sample (as ``pm.sample`` picks them: best competence)."""
     if recognised.kind == "hmm" or mechanism == "metropolis":
         return set()  # one private step samples every variable
-    if recognised.kind == "conjugate":
+    if recognised.kind == "dirichlet":
+        private = {recognised.blocks.link.prior}
+    elif recognised.kind == "conjugate":
         # conjugate links have a private step; bounded likelihoods (Poisson, Normal,
         # regression) leave every parameter to PyMC (NUTS on the private model)
         private = {

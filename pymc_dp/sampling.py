@@ -110,9 +110,18 @@ def sample(
         ``release="chain"`` (its declared bound on rejections); ignored otherwise.
     neighbouring : {"replace-one", "add-remove-one"}
         "replace-one" (default; n public) or "add-remove-one" (Laplace only).
-    mechanism : {"laplace", "ops", "gibbs-exponential", "metropolis"}
+    mechanism : {"laplace", "ops", "gibbs-exponential", "metropolis", "dirichlet-lsdim", \
+"dirichlet-lshist", "dirichlet-ehd", "dirichlet-ehds"}
         ``"laplace"`` (default): Laplace-privatised sufficient statistics (count tensor for a
         naive-Bayes HMM).
+        ``"dirichlet-*"``: one release of a Dirichlet–Categorical posterior (the note on
+        Dirichlet/Hellinger mechanisms, 2020, Algorithms 1, 2, 3, 5; Theorem 3.1), for a model
+        with one observed ``pm.Categorical`` whose probability is one ungrouped Dirichlet with
+        constant concentrations α: LSDim/LSHist add Laplace noise to the first k − 1 counts,
+        EHD/EHDS draw one candidate posterior by the exponential mechanism with Hellinger
+        utility (global or γ = 1 smooth sensitivity). (ε, 0)-DP, replace-one only; the trace's
+        draws are exact draws from the released Dir(α̃) and free (see
+        :mod:`pymc_dp.routes.dirichlet`; EHDL is not differentially private and not offered).
         ``"ops"``: one posterior sample at T = 2Δ/ε per released draw (Foulds §3.1 eq. 14).
         Exact, independent draws when the model's blocks allow it; otherwise the last draw
         of each chain, flagged ``assumes_convergence``. For naive-Bayes HMMs see
@@ -169,10 +178,10 @@ def sample(
         Persisted budget of the dataset (:class:`~pymc_dp.session.PrivacySession`), shared by
         every process that analyses it; exclusive with ``ledger`` and ``budget`` (the session
         carries its own budget). The run holds the session's file lock for the whole route
-        (budget check, charges, releases and sampling: the posterior-sampling mechanisms
-        charge after their draws, before returning them), so another process's run on the
-        same session waits; the cost is checked against every event in the file, and each
-        event is written and fsynced before its noise is drawn or its draws are returned. If
+        (budget check, charges, releases and sampling: every route charges before it
+        releases or samples), so another process's run on the same session waits; the cost
+        is checked against every event in the file, and each event is written and fsynced
+        before its noise is drawn or its first draw is sampled. If
         the run would exceed the budget it raises ``BudgetExceededError`` and writes nothing.
         The trace's ledger lists this run's events (as for ``ledger``) and
         names the session and its cumulative spend after the run
@@ -286,8 +295,9 @@ def sample(
         if mechanism != "laplace":
             raise ValueError(
                 f"noise='gaussian' is the noise of the statistics route (mechanism='laplace'); "
-                f"mechanism={mechanism!r} samples the posterior itself and adds no noise. "
-                "Nothing was released."
+                f"mechanism={mechanism!r} calibrates its own randomness (a temperature, or the "
+                "Dirichlet release's Laplace noise or exponential mechanism). Nothing was "
+                "released."
             )
         validate_gaussian_delta(delta)
     if not is_integer(draws) or int(draws) < 1:
@@ -311,8 +321,9 @@ def sample(
         raise ValueError("assume_rejection_bound is for mechanism='metropolis', release='chain'")
     if inference is not None and (mechanism != "laplace" or inference not in INFERENCES):
         raise ValueError(
-            f"inference must be one of {INFERENCES} with mechanism='laplace' (the tempered "
-            f"mechanisms sample the posterior itself), got {inference!r} with {mechanism!r}"
+            f"inference must be one of {INFERENCES} with mechanism='laplace' (the other "
+            "mechanisms sample or release the posterior itself), got "
+            f"{inference!r} with {mechanism!r}"
         )
     if noise_backend not in ("opendp", "numpy"):
         raise ValueError(f"noise_backend must be 'opendp' or 'numpy', got {noise_backend!r}")

@@ -11,10 +11,16 @@ kernel ``python3`` = the Python that runs ``jupyter``; outputs and figures are w
 
 and commit both files. (``jupytext --sync notebooks/NAME.py`` instead of ``--to ipynb`` keeps
 the old outputs, for an edit that does not need a re-run, e.g. of a markdown cell.) The
-notebooks are not executed here: that takes minutes; only :data:`EXECUTED_IN_CI` are (under a
+notebooks are not executed here: that takes minutes; only :data:`EXECUTED_IN_CI` are (about a
 minute each).
+
+A notebook that saves files (06 saves its figures as PNGs) writes them to ``docs/results``, or
+to the directory named by the environment variable ``PYMC_DP_RESULTS`` when it is set. The
+executions here set it to a temporary directory and check that ``docs/results`` and
+``notebooks/`` are unchanged afterwards: running the suite never modifies the repository.
 """
 
+import hashlib
 from pathlib import Path
 
 import jupytext
@@ -30,9 +36,17 @@ MIN_FIGURES = {
     "04_posterior_sampling_mpls_stops": 2,
     "05_calibrated_posteriors": 3,
     "06_inferential_limits": 5,
+    "07_dirichlet_mechanisms": 5,
 }
-EXECUTED_IN_CI = ("05_calibrated_posteriors",)
+EXECUTED_IN_CI = (
+    "05_calibrated_posteriors",
+    "06_inferential_limits",
+    "07_dirichlet_mechanisms",
+)
 """Notebooks that this suite also runs top to bottom (the others take minutes)."""
+RESULTS_VARIABLE = "PYMC_DP_RESULTS"
+"""Environment variable naming the directory a notebook saves its files to (default
+``docs/results``)."""
 
 
 def _cells(nb):
@@ -87,12 +101,30 @@ def test_committed_notebook_is_executed_with_figures_and_no_errors(stem):
     assert "RESULTS_DISCUSSION" not in "".join(c.source for c in nb.cells)
 
 
+def _snapshot(*directories: Path) -> dict[str, tuple[str, int]]:
+    """SHA-256 and modification time (a rewrite with the same bytes counts too) of every file
+    under ``directories``, by path relative to the repository."""
+    return {
+        str(path.relative_to(ROOT)): (
+            hashlib.sha256(path.read_bytes()).hexdigest(),
+            path.stat().st_mtime_ns,
+        )
+        for directory in directories
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
 @pytest.mark.parametrize("stem", EXECUTED_IN_CI)
-def test_notebook_runs_top_to_bottom(stem):
+def test_notebook_runs_top_to_bottom(stem, tmp_path, monkeypatch):
     """Run the paired script's cells in a fresh kernel, in ``notebooks/`` (its relative paths),
-    without writing the outputs back; any error fails the test."""
+    without writing the outputs back; any error fails the test. The kernel inherits
+    ``PYMC_DP_RESULTS`` = a temporary directory (a notebook that reads it must save there), and
+    the run must leave ``docs/results`` and ``notebooks/`` untouched (bytes and mtimes)."""
     from nbclient import NotebookClient
 
+    monkeypatch.setenv(RESULTS_VARIABLE, str(tmp_path))
+    before = _snapshot(ROOT / "docs" / "results", NOTEBOOKS)
     nb = jupytext.read(NOTEBOOKS / f"{stem}.py")
     client = NotebookClient(
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
@@ -101,3 +133,10 @@ def test_notebook_runs_top_to_bottom(stem):
     code = [c for c in nb.cells if c.cell_type == "code"]
     figures = sum("image/png" in o.get("data", {}) for c in code for o in c.outputs)
     assert figures >= MIN_FIGURES[stem]
+    after = _snapshot(ROOT / "docs" / "results", NOTEBOOKS)
+    changed = sorted(
+        path for path in before.keys() | after.keys() if before.get(path) != after.get(path)
+    )
+    assert not changed, f"running {stem} modified the repository: {changed}"
+    if RESULTS_VARIABLE in "".join(c.source for c in code):
+        assert any(tmp_path.iterdir()), f"{stem} reads {RESULTS_VARIABLE} but saved nothing there"

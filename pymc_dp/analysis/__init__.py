@@ -26,9 +26,10 @@ from typing import Any
 
 import pymc as pm
 
-from pymc_dp.analysis.conjugate import analyse_model
+from pymc_dp.analysis.conjugate import analyse_model, find_dirichlet_posterior
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.analysis.tempered import analyse_tempered_model
+from pymc_dp.mechanisms.dirichlet import DP_RELEASES as DIRICHLET_RELEASES
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 
 __all__ = [
@@ -42,7 +43,7 @@ __all__ = [
     "refuse_private_reads",
 ]
 
-MODEL_KINDS: tuple[str, ...] = ("conjugate", "tempered", "hmm")
+MODEL_KINDS: tuple[str, ...] = ("conjugate", "tempered", "hmm", "dirichlet")
 HMM_HANDLED = frozenset({"cell_log_likelihood"})
 """The naive-Bayes HMM's potential that reads the private count tensor (its mechanism's)."""
 
@@ -53,12 +54,13 @@ class Recognised:
 
     Attributes
     ----------
-    kind : {"conjugate", "tempered", "hmm"}
+    kind : {"conjugate", "tempered", "hmm", "dirichlet"}
     inputs : ModelInputs
         Every array the model reads, classified once.
-    blocks : dict, TemperedModel or NaiveBayesHMMSpec
+    blocks : dict, TemperedModel, NaiveBayesHMMSpec or DirichletPosteriorBlock
         Links by observed name (``ConjugateLink`` or ``BoundedLink``), the tempered blocks with
-        their Δ, or the HMM spec.
+        their Δ, the HMM spec, or the one Dirichlet–Categorical pair a Dirichlet mechanism
+        releases.
     """
 
     kind: str
@@ -68,9 +70,13 @@ class Recognised:
 
 def model_kind(model: pm.Model, mechanism: str) -> str:
     """``"hmm"`` for a :func:`pymc_dp.models.naive_bayes_hmm` model, else ``"conjugate"``
-    for the Laplace statistics and ``"tempered"`` for the posterior-sampling mechanisms."""
+    for the Laplace statistics, ``"dirichlet"`` for the Dirichlet posterior releases
+    (:data:`pymc_dp.mechanisms.dirichlet.DP_RELEASES`) and ``"tempered"`` for the
+    posterior-sampling mechanisms."""
     if hmm_spec_of(model) is not None:
         return "hmm"
+    if mechanism in DIRICHLET_RELEASES:
+        return "dirichlet"
     return "conjugate" if mechanism == "laplace" else "tempered"
 
 
@@ -102,6 +108,15 @@ def recognise(
         For declarations that name unknown variables.
     """
     kind = model_kind(model, mechanism)
+    if kind == "dirichlet":
+        if max_trials or data_bounds or disjoint or clamp_to_bounds:
+            raise ValueError(
+                f"mechanism={mechanism!r} (one Dirichlet-Categorical pair) takes no max_trials, "
+                "data_bounds, disjoint or clamp_to_bounds. Nothing was released."
+            )
+        inputs = classify_inputs(model, public, neighbouring)
+        links = analyse_model(model, inputs=inputs)
+        return Recognised(kind, inputs, find_dirichlet_posterior(model, links, mechanism))
     if clamp_to_bounds and kind != "conjugate":
         raise ValueError(
             "clamp_to_bounds is an option of the Laplace statistics (mechanism='laplace'); "

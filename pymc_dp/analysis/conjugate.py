@@ -28,6 +28,7 @@ number of trials.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
@@ -44,6 +45,7 @@ from pymc_dp.analysis.graph import (
     OBSERVED,
     check_conjugate_dependents,
     distribution_name,
+    is_data,
     likelihoods,
     record_domain,
     record_values,
@@ -59,7 +61,13 @@ from pymc_dp.families import FAMILIES
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.families.bounded import BoundedLink
 
-__all__ = ["ConjugateLink", "analyse_model", "find_conjugate_link"]
+__all__ = [
+    "ConjugateLink",
+    "DirichletPosteriorBlock",
+    "analyse_model",
+    "find_conjugate_link",
+    "find_dirichlet_posterior",
+]
 
 _PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
 _LIKELIHOODS = likelihoods(CONJUGATE_LIKELIHOODS)
@@ -252,3 +260,73 @@ def _clamp_keys(clamp_to_bounds, data_bounds: Mapping) -> frozenset[str]:
             "needs a declared range)"
         )
     return frozenset(clamp_to_bounds)
+
+
+@dataclass(frozen=True, eq=False)
+class DirichletPosteriorBlock:
+    """The one Dirichlet–Categorical pair whose posterior the Dirichlet mechanisms release
+    (:mod:`pymc_dp.mechanisms.dirichlet`).
+
+    Attributes
+    ----------
+    link : ConjugateLink
+        The Categorical likelihood and its Dirichlet prior (one group, untruncated).
+    alpha : ndarray of float64, shape (k,)
+        The prior's concentrations: a constant of the model (public), which the mechanisms'
+        candidate set R_α and sensitivities depend on.
+    """
+
+    link: ConjugateLink
+    alpha: np.ndarray
+
+    @property
+    def priors(self) -> tuple[str, ...]:
+        """The variable the private step samples (as :class:`TemperedModel.priors`)."""
+        return (self.link.prior,)
+
+
+def find_dirichlet_posterior(
+    model: pm.Model, links: Mapping[str, ConjugateLink | BoundedLink], mechanism: str
+) -> DirichletPosteriorBlock:
+    """The block a Dirichlet mechanism releases, from :func:`analyse_model`'s links.
+
+    The model must have exactly one observed variable, a Categorical likelihood whose
+    probability is one (ungrouped, untruncated) Dirichlet free variable with constant
+    concentrations: the note's setting (records in k categories, prior Dir(α), α public).
+
+    Raises
+    ------
+    NonPrivateModelError
+        For any other model, naming what does not fit.
+    """
+    what = f"mechanism={mechanism!r} releases the posterior of one Dirichlet-Categorical pair"
+    if len(links) != 1:
+        raise NonPrivateModelError(
+            f"{what}; this model has {len(links)} observed variables ({sorted(links)}). Use "
+            "mechanism='laplace' for several likelihoods."
+        )
+    (link,) = links.values()
+    if not isinstance(link, ConjugateLink) or link.family.likelihood != "categorical":
+        raise NonPrivateModelError(
+            f"{what}; {link.observed} is not a Categorical likelihood with a Dirichlet "
+            "probability parameter"
+        )
+    if link.n_groups != 1 or link.groups is not None:
+        raise NonPrivateModelError(
+            f"{what}; {link.observed} indexes {link.prior} by group labels. The mechanisms "
+            "release one histogram: use mechanism='laplace' for grouped counts."
+        )
+    if link.truncation is not None:
+        raise NonPrivateModelError(f"{what}; {link.prior} must not be truncated")
+    prior_rv = model[link.prior]
+    (concentration,) = prior_rv.owner.op.dist_params(prior_rv.owner)
+    if not is_data(concentration, model):
+        raise NonPrivateModelError(
+            f"{what}; the concentrations of {link.prior} must be constants (the candidate "
+            "posteriors R_alpha and the sensitivity depend on alpha), not random variables"
+        )
+    k = link.domain.n_categories
+    alpha = np.broadcast_to(np.asarray(variable_value(concentration), dtype=np.float64), (k,))
+    if not np.all(np.isfinite(alpha)) or np.any(alpha <= 0):
+        raise ValueError(f"the concentrations of {link.prior} must be finite and > 0")
+    return DirichletPosteriorBlock(link, alpha.copy())

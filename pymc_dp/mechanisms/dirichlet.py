@@ -212,7 +212,7 @@ def candidate_counts(n: int, k: int, max_candidates: int = MAX_CANDIDATES) -> np
     ------
     ValueError
         If n < 0, k < 2, or the set has more than ``max_candidates`` elements (enumeration
-        infeasible: e.g. k = 3 beyond n ≈ 1400, k = 4 beyond n ≈ 180, k = 10 beyond n ≈ 20).
+        infeasible: e.g. k = 3 beyond n = 1412, k = 4 beyond n = 179, k = 10 beyond n = 14).
     """
     n, k = int(n), int(k)
     if n < 0 or k < 2:
@@ -438,24 +438,18 @@ def release_ehd(
     BudgetExceededError
         If the release would exceed the ledger's budget. Nothing is drawn.
     """
-    counts, alpha = _check_histogram(counts, alpha, variables)
-    epsilon = validate_epsilon(epsilon)
-    check_rng(rng)
-    sensitivity = _ehd_sensitivity(alpha)
-    cands, _, log_weights = _exponential(counts, alpha, epsilon / (2.0 * sensitivity))
-    ledger.charge(
-        _exp_event(
-            "dirichlet-ehd",
-            epsilon,
-            sensitivity,
-            variables,
-            "EHD: one Dirichlet posterior from R_alpha by the exponential mechanism, "
-            "utility -Hellinger, global sensitivity",
-            "Algorithm 3, Theorem 3.1",
-        )
+    return _release_exponential(
+        counts,
+        alpha,
+        epsilon,
+        ledger,
+        variables,
+        rng,
+        mechanism="dirichlet-ehd",
+        statistic="EHD: one Dirichlet posterior from R_alpha by the exponential mechanism, "
+        "utility -Hellinger, global sensitivity",
+        algorithm="Algorithm 3, Theorem 3.1",
     )
-    generator = rng if rng is not None else np.random.default_rng()
-    return cands[_gumbel_max(log_weights, generator)].copy()
 
 
 def release_ehds(
@@ -489,24 +483,39 @@ def release_ehds(
     ndarray of float64, shape (k,)
         α̃ ∈ R_α.
     """
+    gamma = _check_gamma(gamma)
+    return _release_exponential(
+        counts,
+        alpha,
+        epsilon,
+        ledger,
+        variables,
+        rng,
+        mechanism="dirichlet-ehds",
+        statistic="EHDS: one Dirichlet posterior from R_alpha by the exponential mechanism, "
+        f"utility -Hellinger, gamma-smooth sensitivity (gamma={gamma:g})",
+        algorithm="Algorithm 5, Theorem 3.1",
+        gamma=gamma,
+    )
+
+
+def _release_exponential(
+    counts, alpha, epsilon, ledger, variables, rng, *, mechanism, statistic, algorithm, gamma=None
+) -> np.ndarray:
+    """EHD (``gamma`` None: exponent ε/(2·GS)) or EHDS (exponent ε/(4·S(x)), S the γ-smooth
+    sensitivity): validate → enumerate and score R_α → charge → Gumbel-max draw. The event's
+    sensitivity is GS in both cases (S(x) is private and never recorded)."""
     counts, alpha = _check_histogram(counts, alpha, variables)
     epsilon = validate_epsilon(epsilon)
     check_rng(rng)
-    gamma = _check_gamma(gamma)
-    others = candidate_counts(counts.sum(), alpha.size)
-    s = _smooth_sensitivity(counts, alpha, gamma, others)
-    cands, _, log_weights = _exponential(counts, alpha, epsilon / (4.0 * s))
-    ledger.charge(
-        _exp_event(
-            "dirichlet-ehds",
-            epsilon,
-            _ehd_sensitivity(alpha),
-            variables,
-            f"EHDS: one Dirichlet posterior from R_alpha by the exponential mechanism, "
-            f"utility -Hellinger, gamma-smooth sensitivity (gamma={gamma:g})",
-            "Algorithm 5, Theorem 3.1",
-        )
-    )
+    sensitivity = _ehd_sensitivity(alpha)
+    if gamma is None:
+        exponent = epsilon / (2.0 * sensitivity)
+    else:
+        others = candidate_counts(counts.sum(), alpha.size)
+        exponent = epsilon / (4.0 * _smooth_sensitivity(counts, alpha, gamma, others))
+    cands, _, log_weights = _exponential(counts, alpha, exponent)
+    ledger.charge(_exp_event(mechanism, epsilon, sensitivity, variables, statistic, algorithm))
     generator = rng if rng is not None else np.random.default_rng()
     return cands[_gumbel_max(log_weights, generator)].copy()
 
@@ -848,10 +857,12 @@ def category_counts(
 
 
 DP_RELEASES = {
-    "lsdim": release_lsdim,
-    "lshist": release_lshist,
-    "ehd": release_ehd,
-    "ehds": release_ehds,
+    "dirichlet-lsdim": release_lsdim,
+    "dirichlet-lshist": release_lshist,
+    "dirichlet-ehd": release_ehd,
+    "dirichlet-ehds": release_ehds,
 }
-"""The differentially private releases by name (for routing, e.g. ``pymc_dp.sample``):
-EHDL is deliberately absent (:func:`ehdl_non_private`)."""
+"""The differentially private releases by the mechanism name of ``pymc_dp.sample(mechanism=...)``
+(the ledger's name for EHD and EHDS; LSDim and LSHist are recorded as the Laplace mechanism they
+are, the statistic naming the algorithm). EHDL is deliberately absent
+(:func:`ehdl_non_private`)."""

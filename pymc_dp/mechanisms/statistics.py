@@ -98,8 +98,10 @@ class ReleasedStatistics:
         Per-group totals Σ_j table[g, j] when they are public (one group, replace-one, public
         trials: n × trials), else None (they are private and only released with noise).
         Noise-aware inference conditions on them.
-    noise : {"laplace", "gaussian"}
-        The noise distribution of the release.
+    noise : {"laplace", "gaussian", "exponential"}
+        The noise distribution of the release; ``"exponential"`` for a Dirichlet posterior
+        drawn by the exponential mechanism (EHD, EHDS: :mod:`pymc_dp.routes.dirichlet`),
+        whose ``scale`` is NaN.
     """
 
     observed: str

@@ -11,6 +11,8 @@ kind          mechanisms                             route
 conjugate     laplace                                :func:`~pymc_dp.routes.laplace.run_laplace`
 tempered      ops, gibbs-exponential, metropolis     :func:`~pymc_dp.routes.tempered.run_tempered`
 hmm           laplace, ops, gibbs-exponential        :func:`~pymc_dp.routes.hmm.run_hmm`
+dirichlet     dirichlet-lsdim, dirichlet-lshist,     :func:`~pymc_dp.routes.dirichlet.run_dirichlet`
+              dirichlet-ehd, dirichlet-ehds
 ============  =====================================  ======================================
 """
 
@@ -22,6 +24,7 @@ import xarray as xr
 
 from pymc_dp.analysis import Recognised
 from pymc_dp.routes.base import RunRequest
+from pymc_dp.routes.dirichlet import DIRICHLET_MECHANISMS, run_dirichlet
 from pymc_dp.routes.hmm import HMM_MECHANISMS, run_hmm
 from pymc_dp.routes.laplace import run_laplace
 from pymc_dp.routes.tempered import TEMPERED_MECHANISMS, run_tempered
@@ -34,10 +37,11 @@ ROUTES: dict[tuple[str, str], Route] = {
     ("conjugate", "laplace"): run_laplace,
     **{("tempered", mechanism): run_tempered for mechanism in TEMPERED_MECHANISMS},
     **{("hmm", mechanism): run_hmm for mechanism in HMM_MECHANISMS},
+    **{("dirichlet", mechanism): run_dirichlet for mechanism in DIRICHLET_MECHANISMS},
 }
 """(model kind, mechanism) → the route that runs it."""
 
-MECHANISMS: tuple[str, ...] = ("laplace", *TEMPERED_MECHANISMS)
+MECHANISMS: tuple[str, ...] = ("laplace", *TEMPERED_MECHANISMS, *DIRICHLET_MECHANISMS)
 """Every mechanism name, as the API and the ledger spell it."""
 
 

@@ -27,7 +27,7 @@ from pymc_dp.inference import check_inference
 from pymc_dp.ledger import validate_epsilon
 from pymc_dp.mechanisms.exponential import calibrate_temperature, calibrate_temperature_tight
 from pymc_dp.routes.base import RunRequest
-from pymc_dp.routes.tempered import charge_events, check_events, request_accounting
+from pymc_dp.routes.tempered import charge_events, request_accounting
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
@@ -234,12 +234,12 @@ def _sample_exponential_gibbs(
             events_at, epsilon, delta, basic_temperature=calibration.temperature
         )
         temperature, note = tight.temperature, _tight_note(tight)
-    check_events(ledger, events_at(temperature))
+    # charged before sampling: an exception while sampling cannot leave draws uncharged
+    charge_events(ledger, _noted(events_at(temperature), note))
     noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
     with spec.rebuild(counts), route_context():
         step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
         idata = pm.sample(draws, step=step, **kwargs)
-    charge_events(ledger, _noted(events_at(temperature), note))
     return keep_groups(idata, _KEPT_GROUPS)
 
 
@@ -292,7 +292,7 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_rng, k
     counts = _validated_raw_counts(spec.counts)
     chains = int(kwargs.get("chains") or 1)
     kwargs["chains"] = chains
-    tune = int(kwargs.get("tune", 1000))
+    tune = int(kwargs.setdefault("tune", 1000))
     n_categories = spec.counts.n_categories
     cost = ops_cost(n_categories, spec.lower, epsilon / chains)
     note = ""
@@ -313,15 +313,6 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_rng, k
         )
         cost = ops_cost(n_categories, spec.lower, 2 * cost.log_likelihood_bound / tight.temperature)
         note = _tight_note(tight)
-    check_events(ledger, [event_at(cost.temperature)])
-    noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
-    model = spec.rebuild(counts)
-    with model, route_context(), quiet_unreleased():  # only the last draw is released
-        step = NaiveBayesHMMGibbs(
-            method=method, temperature=cost.temperature, noise_seed=noise_seed
-        )
-        idata = pm.sample(draws, step=step, **kwargs)
-    tune = int(idata["posterior"].attrs.get("tuning_steps", tune))
     event = ops_release_event(
         cost,
         n_sweeps=tune + draws,
@@ -329,5 +320,13 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_rng, k
         neighbouring=neighbouring,
         variables=spec.variable_names,
     )
-    ledger.charge(dataclasses.replace(event, statistic=event.statistic + note))
+    # charged before sampling: an exception while sampling cannot leave draws uncharged
+    charge_events(ledger, _noted([event], note))
+    noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
+    model = spec.rebuild(counts)
+    with model, route_context(), quiet_unreleased():  # only the last draw is released
+        step = NaiveBayesHMMGibbs(
+            method=method, temperature=cost.temperature, noise_seed=noise_seed
+        )
+        idata = pm.sample(draws, step=step, **kwargs)
     return last_draw(idata)

@@ -48,6 +48,7 @@ __all__ = [
     "private_trace",
     "released_statistics_dataset",
     "run_laplace",
+    "sample_released",
 ]
 
 
@@ -89,6 +90,22 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             noise=noise,
             delta=request.delta if noise == "gaussian" else 0.0,
         )
+    return sample_released(request, releases, inference)
+
+
+def sample_released(
+    request: RunRequest,
+    releases: Sequence[ReleasedStatistics | BoundedRelease],
+    inference: str = "plugin",
+) -> xr.DataTree:
+    """Sample the private model built on ``releases`` and strip the trace (post-processing).
+
+    Every likelihood of ``request.model`` is replaced by its release
+    (:func:`~pymc_dp.analysis.rewrite.build_private_model`); the released conjugate priors are
+    sampled by :class:`~pymc_dp.steps.PrivateConjugateGibbs` (or its noise-aware version) and
+    every other free variable by PyMC. Shared by the statistics route and the Dirichlet
+    releases (:mod:`pymc_dp.routes.dirichlet`), whose release is a Dirichlet posterior.
+    """
     private = build_private_model(
         request.model,
         releases,

@@ -56,7 +56,11 @@ In every case: T is capped at 1 and only what is spent is charged (never a sharp
 §2.2 "cap ε at 2Δ"; :func:`pymc_dp.mechanisms.exponential.calibrate_temperature` with the cost
 of one release at T = 1: 2Δ per draw or step, W per sweep); the whole cost is checked against
 the budget before anything is sampled (``BudgetExceededError``, nothing drawn); the event is
-recorded before the trace is returned; hyperpriors are sampled by PyMC on the data-free model
+recorded before ``pm.sample`` is called, so an exception raised while sampling (a keyboard
+interrupt, a failing option) never leaves draws of the private records uncharged; the
+Metropolis chain's own rejection rate, which the event cannot know in advance, is in the
+trace instead (``sample_stats`` attributes; a warning when it contradicts the assumed
+bound); hyperpriors are sampled by PyMC on the data-free model
 (:func:`pymc_dp.analysis.rewrite.data_free_model`; tempered at the same T under joint
 tempering), so no sampler other than the private step reads a record, and the trace carries no
 raw data (nor ``lp``).
@@ -115,7 +119,7 @@ def run_tempered(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     """Sample the recognised blocks privately at temperature T (see the module docstring).
 
     The recogniser has already refused and validated; this function checks the options,
-    computes T and the cost, checks the budget, samples, records the event and strips.
+    computes T and the cost, checks the budget, records the event, samples and strips.
     ``request.noise_rng`` seeds the secret entropy of the private step's draws
     (:mod:`pymc_dp.steps.noise`); ``random_seed`` alone never reproduces them.
 
@@ -271,7 +275,7 @@ class _Run:
     delta: float = 0.0  # the δ at which a tight run meets its ε
 
     def event(self, mechanism: str, *, statistic: str, source: str, **fields) -> PrivacyEvent:
-        """The run's event (charged by :meth:`record` before the trace is returned)."""
+        """The run's event (charged by :meth:`charge` before anything is sampled)."""
         if self.tempering == "likelihood":
             statistic += "; likelihood tempered, prior kept (base measure)"
         if self.analysis.disjoint:
@@ -303,17 +307,18 @@ class _Run:
         )
         return tight.temperature, _tight_note(tight)
 
-    def check(self, events: list[PrivacyEvent]) -> None:
-        """Check the budget before anything is sampled (as the charge will)."""
+    def charge(self, events: list[PrivacyEvent], note: str) -> None:
+        """Check the budget for all of the run's events, then charge them — before anything
+        is sampled, so that no exception raised while sampling leaves the run uncharged."""
+        events = [dataclasses.replace(e, statistic=e.statistic + note) for e in events]
         if self.accounting == "basic":
-            self.ledger.check(math.fsum(e.epsilon for e in events))
+            self.ledger.check(
+                math.fsum(e.epsilon for e in events), math.fsum(e.delta for e in events)
+            )
         else:
             check_events(self.ledger, events)
-
-    def record(self, events: list[PrivacyEvent], note: str) -> None:
-        """Charge the run's events (before the trace is returned)."""
         for event in events:
-            self.ledger.charge(dataclasses.replace(event, statistic=event.statistic + note))
+            self.ledger.charge(event)
 
     def private_step_trace(self, temperature: float, draws: int, kwargs) -> xr.DataTree:
         """pm.sample with the tempered step on the blocks and PyMC on the data-free rest."""
@@ -401,10 +406,32 @@ def _sample_gibbs(run: _Run, draws, epsilon, kwargs):
 
     calibration = calibrate_temperature(weight, epsilon, n_sweeps)
     temperature, note = run.temperature(calibration, events_at, epsilon)
-    run.check(events_at(temperature))
-    idata = run.private_step_trace(temperature, draws, kwargs)
-    run.record(events_at(temperature), note)
-    return idata
+    run.charge(events_at(temperature), note)
+    return run.private_step_trace(temperature, draws, kwargs)
+
+
+def _ops_events(
+    run: _Run, n_releases: int, describe: Callable[[float], tuple[str, dict]]
+) -> Callable[[float], list[PrivacyEvent]]:
+    """The OPS event at temperature T: ``n_releases`` one-posterior-sample releases, each
+    2Δ/T (Foulds §3.1 eq. 14); ``describe(T)`` gives its statistic and any further fields."""
+    bound = run.analysis.record_log_likelihood_bound()
+
+    def events_at(temperature: float) -> list[PrivacyEvent]:
+        statistic, fields = describe(temperature)
+        return [
+            run.event(
+                "ops",
+                epsilon=n_releases * (2 * bound) / temperature,
+                temperature=temperature,
+                compositions=n_releases,
+                statistic=statistic,
+                source=OPS_SOURCE,
+                **fields,
+            )
+        ]
+
+    return events_at
 
 
 def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
@@ -413,65 +440,46 @@ def _sample_exact_ops(run: _Run, draws, epsilon, release, kwargs):
     chains = int(kwargs.setdefault("chains", 1))
     per_chain = 1 if release == "last" else int(draws)
     n_draws = chains * per_chain
-    bound = run.analysis.record_log_likelihood_bound()
-
-    def events_at(temperature: float) -> list[PrivacyEvent]:
-        return [
-            run.event(
-                "ops",
-                epsilon=n_draws * (2 * bound) / temperature,
-                temperature=temperature,
-                compositions=n_draws,
-                statistic=(
-                    f"{n_draws} exact independent draw(s) at T = {temperature:.4g} ({release})"
-                ),
-                source=OPS_SOURCE,
-            )
-        ]
-
-    calibration = calibrate_temperature(2 * bound, epsilon, n_draws)
+    events_at = _ops_events(
+        run,
+        n_draws,
+        lambda t: (f"{n_draws} exact independent draw(s) at T = {t:.4g} ({release})", {}),
+    )
+    calibration = calibrate_temperature(
+        2 * run.analysis.record_log_likelihood_bound(), epsilon, n_draws
+    )
     temperature, note = run.temperature(calibration, events_at, epsilon)
-    run.check(events_at(temperature))
+    run.charge(events_at(temperature), note)
     kwargs.update(tune=0, compute_convergence_checks=False)
     with warnings.catch_warnings():
         if per_chain == 1:  # ArviZ and PyMC warn about one-draw chains
             warnings.simplefilter("ignore", UserWarning)
         idata = run.private_step_trace(temperature, per_chain, kwargs)
-    run.record(events_at(temperature), note)
     return keep_groups(idata, ("posterior",))
 
 
 def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     refuse_leaky_options(kwargs)
     chains, n_sweeps = _chains_and_sweeps(kwargs, draws)
-    bound = run.analysis.record_log_likelihood_bound()
 
-    def events_at(temperature: float) -> list[PrivacyEvent]:
-        return [
-            run.event(
-                "ops",
-                epsilon=chains * (2 * bound) / temperature,
-                temperature=temperature,
-                compositions=chains,
-                statistic=(
-                    f"last Gibbs draw of {chains} chain(s) at T = {temperature:.4g} after "
-                    f"{n_sweeps // chains} sweeps each; the guarantee assumes each chain "
-                    "converged"
-                ),
-                source=OPS_SOURCE,
-                assumes_convergence=True,
-                worst_case_epsilon=n_sweeps * run.analysis.sweep_weight() / temperature,
-            )
-        ]
+    def describe(temperature: float) -> tuple[str, dict]:
+        statistic = (
+            f"last Gibbs draw of {chains} chain(s) at T = {temperature:.4g} after "
+            f"{n_sweeps // chains} sweeps each; the guarantee assumes each chain converged"
+        )
+        worst_case = n_sweeps * run.analysis.sweep_weight() / temperature
+        return statistic, {"assumes_convergence": True, "worst_case_epsilon": worst_case}
 
-    calibration = calibrate_temperature(2 * bound, epsilon, chains)
+    events_at = _ops_events(run, chains, describe)
+    calibration = calibrate_temperature(
+        2 * run.analysis.record_log_likelihood_bound(), epsilon, chains
+    )
     temperature, note = run.temperature(calibration, events_at, epsilon)
-    run.check(events_at(temperature))
+    run.charge(events_at(temperature), note)
     # PyMC's warnings and logs read every draw; only the last is released
     with warnings.catch_warnings(), quiet_unreleased():
         warnings.simplefilter("ignore")
         idata = run.private_step_trace(temperature, draws, kwargs)
-    run.record(events_at(temperature), note)
     return last_draw(idata)
 
 
@@ -485,8 +493,10 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
       state — an assumption that cannot be checked and that a random walk's own chain
       usually contradicts (it rejects far more often than δ/n). Offered only on explicit
       opt-in (``assume_rejection_bound=True``); the event carries the assumption in
-      ``unverified_assumption`` (so it is not a guarantee) and the released chain's own
-      rejection rate in ``statistic``.
+      ``unverified_assumption`` (so it is not a guarantee); it is charged before the chain
+      is sampled, so the released chain's own rejection rate goes to the trace
+      (``sample_stats`` attributes ``rejection_rate`` and ``assumed_rejection_bound``), with
+      a ``UserWarning`` when it exceeds the assumed bound.
     * ``release="last"``: the last draw of each chain at T = 2Δ/(ε/chains); if the chain has
       converged each is an exact tempered-posterior draw costing ε/chains with no δ. Flagged
       ``assumes_convergence``, with no ``worst_case_epsilon``: without convergence, Theorem C.1
@@ -522,25 +532,17 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
         calibration = calibrate_temperature(2 * bound, epsilon, chains)
         cost = (calibration.epsilon, 0.0)
     temperature = calibration.temperature
-    run.ledger.check(*cost)
-    tempered = temper(run.model, temperature, part=run.tempering)
-    last = release == "last"  # PyMC's warnings and logs would read the unreleased steps
-    with tempered, route_context(), warnings.catch_warnings():
-        if last:
-            warnings.simplefilter("ignore")
-        with quiet_unreleased() if last else contextlib.nullcontext():
-            step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
-            idata = pm.sample(draws, step=step, **kwargs)
     statistic = (
         f"{'all' if release == 'chain' else 'the last'} of {n_steps} Metropolis steps at "
         f"T = {temperature:.4g}, proposal sd {proposal_scale:g}"
     )
     assumption = ""
+    rejection_bound = float(delta) / n_steps
     if release == "chain":
         assumption = (
-            f"Pr(reject) <= {delta / n_steps:.3g} at every step, for every dataset and state"
+            f"Pr(reject) <= {rejection_bound:.3g} at every step, for every dataset and state"
         )
-        statistic += f"; the released chain rejected {_rejection_rate(idata):.3g} of its moves"
+        statistic += "; the released chain's rejection rate is in the trace (sample_stats)"
     else:
         statistic += "; no worst case without convergence (rejections need a δ)"
     event = run.event(
@@ -554,10 +556,29 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
         assumes_convergence=release == "last",
         unverified_assumption=assumption,
     )
-    run.record([event], "")
+    run.charge([event], "")
+    tempered = temper(run.model, temperature, part=run.tempering)
+    last = release == "last"  # PyMC's warnings and logs would read the unreleased steps
+    with tempered, route_context(), warnings.catch_warnings():
+        if last:
+            warnings.simplefilter("ignore")
+        with quiet_unreleased() if last else contextlib.nullcontext():
+            step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
+            idata = pm.sample(draws, step=step, **kwargs)
     if release == "last":
         return last_draw(idata)
-    return _without_lp(keep_groups(idata, ("posterior", "sample_stats")))
+    trace = _without_lp(keep_groups(idata, ("posterior", "sample_stats")))
+    rate = _rejection_rate(trace)  # post-processing of the released chain
+    trace["sample_stats"].attrs["rejection_rate"] = rate
+    trace["sample_stats"].attrs["assumed_rejection_bound"] = rejection_bound
+    if not rate <= rejection_bound:
+        warnings.warn(
+            f"the released chain rejected {rate:.3g} of its moves; the event assumes at most "
+            f"{rejection_bound:.3g} at every step, so its (ε, δ) is not a guarantee for this run",
+            UserWarning,
+            stacklevel=4,
+        )
+    return trace
 
 
 def _rejection_rate(idata: xr.DataTree) -> float:

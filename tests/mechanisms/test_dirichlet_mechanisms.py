@@ -376,7 +376,12 @@ def test_ehdl_is_a_labelled_non_private_function_without_a_ledger():
     assert "ledger" not in inspect.signature(dm.ehdl_non_private).parameters
     assert "not differentially private" in dm.ehdl_non_private.__doc__.lower()
     assert not any("ehdl" in name and "release" in name for name in dm.__all__)
-    assert set(dm.DP_RELEASES) == {"lsdim", "lshist", "ehd", "ehds"}
+    assert set(dm.DP_RELEASES) == {
+        "dirichlet-lsdim",
+        "dirichlet-lshist",
+        "dirichlet-ehd",
+        "dirichlet-ehds",
+    }
     assert dm.ehdl_non_private not in dm.DP_RELEASES.values()
 
 

@@ -5,6 +5,7 @@ error messages, and the precision the bisections promise."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -435,30 +436,112 @@ def test_dirichlet_exponential_releases_refuse_a_bad_rng_before_charging(release
     assert len(ledger) == 0
 
 
-@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential", "metropolis"])
-@pytest.mark.parametrize("option", ["callback", "trace"])
-def test_routes_that_charge_after_sampling_refuse_callbacks_and_trace_backends(mechanism, option):
-    """A callback sees every draw while the run samples, before its events are charged: one
-    that raised would end the run uncharged (found by the adversarial review)."""
+def _truncated_bernoulli_model():
     import pymc as pm
 
-    import pymc_dp
     from pymc_dp.distributions import TruncatedBeta
 
     with pm.Model() as model:
         p = TruncatedBeta("p", 1.0, 1.0, 0.1)
         pm.Bernoulli("y", p=p, observed=np.array([0, 1, 1]))
+    return model
+
+
+@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential", "metropolis"])
+@pytest.mark.parametrize("option", ["callback", "trace"])
+def test_routes_that_sample_the_records_refuse_callbacks_and_trace_backends(mechanism, option):
+    """A callback or a custom backend sees every draw while the run samples, also draws the
+    run does not release (found by the adversarial review)."""
+    import pymc_dp
+
     ledger = PrivacyLedger()
-    with pytest.raises(ValueError, match=rf"^{option!r} would see draws computed from the private"):
+    with pytest.raises(ValueError, match=rf"^{option!r} would see every draw computed from"):
         pymc_dp.sample(
             draws=5,
-            model=model,
+            model=_truncated_bernoulli_model(),
             epsilon=1.0,
             mechanism=mechanism,
             ledger=ledger,
             **{option: print if option == "callback" else object()},
         )
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "options"),
+    [
+        ("ops", {}),
+        ("ops", {"release": "chain"}),
+        ("gibbs-exponential", {"tune": 5}),
+        ("metropolis", {"tune": 5, "proposal_scale": 0.1}),
+    ],
+)
+def test_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechanism, options):
+    """Order: record the event, then sample. An exception raised inside ``pm.sample`` (an
+    interrupt, a failing option) finds the run already charged, so draws of the private
+    records can never have been computed uncharged."""
+    import pymc as pm
+
+    import pymc_dp
+    import pymc_dp.routes.tempered as tempered
+
+    ledger = PrivacyLedger()
+    seen = []
+
+    @functools.wraps(pm.sample)  # keeps the signature that pymc_dp checks options against
+    def interrupted(*args, **kwargs):
+        seen.append(len(ledger))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempered.pm, "sample", interrupted)  # the pymc module itself
+    with pytest.raises(KeyboardInterrupt):
+        pymc_dp.sample(
+            draws=5,
+            model=_truncated_bernoulli_model(),
+            epsilon=1.0,
+            mechanism=mechanism,
+            ledger=ledger,
+            progressbar=False,
+            **options,
+        )
+    assert seen == [1]
+    assert len(ledger) == 1 and ledger.events[0].mechanism == mechanism
+
+
+@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
+def test_hmm_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechanism):
+    import pymc as pm
+
+    import pymc_dp
+    import pymc_dp.routes.hmm as hmm_route
+    from pymc_dp.hmm import cell_counts
+    from pymc_dp.models import naive_bayes_hmm
+
+    rng = np.random.default_rng(0)
+    counts = cell_counts(
+        rng.integers(0, 2, size=40),
+        rng.integers(0, 3, size=40),
+        rng.integers(0, 2, size=(40, 1)),
+        regions=["r0", "r1"],
+        times=["t0", "t1", "t2"],
+        features=["f"],
+        categories=[["a", "b"]],
+    )
+    ledger = PrivacyLedger()
+    seen = []
+
+    @functools.wraps(pm.sample)  # keeps the signature that pymc_dp checks options against
+    def interrupted(*args, **kwargs):
+        seen.append(len(ledger))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hmm_route.pm, "sample", interrupted)
+    with naive_bayes_hmm(counts, 2, truncation=20.0), pytest.raises(KeyboardInterrupt):
+        pymc_dp.sample(
+            draws=5, epsilon=1.0, mechanism=mechanism, ledger=ledger, tune=5, progressbar=False
+        )
+    assert seen and seen[0] >= 1
+    assert len(ledger) == seen[0]
 
 
 @pytest.mark.parametrize(
