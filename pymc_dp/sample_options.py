@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import multiprocessing
 import numbers
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pymc as pm
 from pymc.backends.arviz import to_inference_data
+from pymc.backends.base import BaseTrace
 from pymc.sampling.mcmc import STEP_METHODS
 from pymc.step_methods.compound import Competence
 from pymc.vartypes import discrete_types
+from pytensor.compile.mode import get_mode
 
 from pymc_dp.analysis.graph import rv_shape
 from pymc_dp.families.base import ConjugateLink
@@ -134,9 +137,22 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
     for name in _BOOLEAN_OPTIONS:
         if name in kwargs and not isinstance(kwargs[name], bool | np.bool_):
             raise ValueError(f"{name} must be True or False, got {kwargs[name]!r}")
+    if "return_inferencedata" in kwargs and kwargs["return_inferencedata"] is not True:
+        # 0 or None would pass an `is False` check and make pm.sample return a MultiTrace
+        raise ValueError(
+            "pymc_dp.sample always returns a DataTree (it carries the ledger): drop "
+            f"return_inferencedata (got {kwargs['return_inferencedata']!r}). Nothing was released."
+        )
     _validate_var_names(model, kwargs.get("var_names"))
     _validate_random_seed(kwargs.get("random_seed"))
     _validate_initvals(model, kwargs.get("initvals"))
+    initvals, chains = kwargs.get("initvals"), kwargs.get("chains")
+    if isinstance(initvals, Sequence) and chains is not None and len(initvals) != int(chains):
+        raise ValueError(
+            f"initvals has {len(initvals)} dicts for {chains} chains: give one per chain or "
+            "one dict for all. Nothing was released."
+        )
+    _validate_runtime_options(kwargs)
     init = kwargs.get("init", "auto")
     if not isinstance(init, str) or init.lower() not in _INITS:
         raise ValueError(f"init must be one of {_INITS}, got {init!r}. Nothing was released.")
@@ -179,11 +195,50 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
             raise ValueError(f"target_accept must be in (0, 1), got {value!r}")
 
 
+def _validate_runtime_options(kwargs: Mapping) -> None:
+    """``mp_ctx``, ``blas_cores``, ``compile_kwargs["mode"]`` and ``trace``: options PyMC
+    checks only once sampling starts, after a posterior-sampling route has charged."""
+    mp_ctx = kwargs.get("mp_ctx")
+    if mp_ctx is not None and isinstance(mp_ctx, str):
+        if mp_ctx not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"mp_ctx must be one of {multiprocessing.get_all_start_methods()} or a context, "
+                f"got {mp_ctx!r}. Nothing was released."
+            )
+    blas_cores = kwargs.get("blas_cores", "auto")
+    if not (blas_cores is None or blas_cores == "auto" or is_integer(blas_cores)):
+        raise ValueError(
+            f"blas_cores must be an integer, 'auto' or None, got {blas_cores!r}. Nothing was "
+            "released."
+        )
+    compile_kwargs = kwargs.get("compile_kwargs") or {}
+    if isinstance(compile_kwargs, Mapping) and "mode" in compile_kwargs:
+        try:
+            get_mode(compile_kwargs["mode"])
+        except Exception:
+            raise ValueError(
+                f"compile_kwargs['mode'] is not a PyTensor mode: {compile_kwargs['mode']!r}. "
+                "Nothing was released."
+            ) from None
+    trace = kwargs.get("trace")
+    if (
+        trace is not None
+        and not isinstance(trace, BaseTrace)
+        and type(trace).__name__ != "ZarrTrace"
+    ):
+        raise ValueError(
+            f"trace must be None or a PyMC trace backend, got {type(trace).__name__}. Nothing "
+            "was released."
+        )
+
+
 def _validate_var_names(model: pm.Model, var_names) -> None:
     if var_names is None:
         return
     if isinstance(var_names, str) or not isinstance(var_names, Sequence | np.ndarray):
         raise ValueError(f"var_names must be a list of variable names, got {var_names!r}")
+    if len(var_names) == 0:
+        raise ValueError("var_names is empty: the trace would hold nothing. Nothing was released.")
     names = {v.name for v in model.unobserved_RVs}
     unknown = [v for v in var_names if not isinstance(v, str) or v not in names]
     if unknown:

@@ -50,6 +50,7 @@ __all__ = [
     "DP_RELEASES",
     "GLOBAL_SENSITIVITY",
     "MAX_CANDIDATES",
+    "MAX_CONCENTRATION",
     "candidate_counts",
     "candidate_set",
     "category_counts",
@@ -324,9 +325,45 @@ def _smooth_sensitivity(counts, alpha, gamma, others) -> float:
 
 
 # --- the exponential mechanisms' distributions ----------------------------------------------
+MAX_CONCENTRATION = 1e6
+"""Largest max(α) + n the exponential mechanisms accept. Their Hellinger distances are
+differences of log-Gamma values; beyond about 10⁷ float64 loses the precision that the
+sensitivity bound needs (an adversarial review found α = (10^3.25, 10^10.75), n = 2, where
+EHDS's computed privacy loss reached 8ε, exact arithmetic giving 0.32ε), so a margin of 10
+below that is refused before anything is charged."""
+
+
+def _check_concentration(counts, alpha) -> None:
+    """ValueError if max(α) + n exceeds :data:`MAX_CONCENTRATION` (public: α and n)."""
+    if float(alpha.max()) + float(counts.sum()) > MAX_CONCENTRATION:
+        raise ValueError(
+            f"max(alpha) + n must be at most {MAX_CONCENTRATION:g} for the exponential "
+            "mechanisms: beyond it float64 Hellinger distances are too imprecise for their "
+            "sensitivity bound. Use mechanism 'dirichlet-lshist'. Nothing was released."
+        )
+
+
+def _smooth_exponent(epsilon, counts, alpha, gamma) -> float:
+    """EHDS's exponent ε/(4·S(x)), S the γ-smooth sensitivity (ValueError if S is not > 0)."""
+    _check_concentration(counts, alpha)
+    s = _smooth_sensitivity(counts, alpha, gamma, candidate_counts(counts.sum(), alpha.size))
+    if not s > 0:
+        raise ValueError("the smooth sensitivity evaluated to 0; nothing was released")
+    return epsilon / (4.0 * s)
+
+
 def _exponential(counts, alpha, exponent_per_unit_distance):
     """(R_α, probabilities, log weights): weights exp(−exponent · H(DirP(x), r)), normalised
-    by a softmax in log space (max-shifted)."""
+    by a softmax in log space (max-shifted).
+
+    Raises ValueError (before any charge: every release calls this first) when
+    max(α) + n exceeds :data:`MAX_CONCENTRATION` or the exponent is not finite and > 0."""
+    _check_concentration(counts, alpha)
+    if not (math.isfinite(exponent_per_unit_distance) and exponent_per_unit_distance > 0):
+        raise ValueError(
+            "the exponential mechanism's exponent is not a finite positive number (a "
+            "sensitivity of 0 or inf); nothing was released"
+        )
     cands = alpha + candidate_counts(counts.sum(), alpha.size)
     distances = np.atleast_1d(_hellinger(alpha + counts, cands))
     log_weights = -exponent_per_unit_distance * distances
@@ -361,9 +398,7 @@ def ehds_probabilities(counts, alpha, epsilon, gamma):
     counts, alpha = _check_histogram(counts, alpha, ("x",))
     epsilon = validate_epsilon(epsilon)
     gamma = _check_gamma(gamma)
-    others = candidate_counts(counts.sum(), alpha.size)
-    s = _smooth_sensitivity(counts, alpha, gamma, others)
-    cands, p, _ = _exponential(counts, alpha, epsilon / (4.0 * s))
+    cands, p, _ = _exponential(counts, alpha, _smooth_exponent(epsilon, counts, alpha, gamma))
     return cands, p
 
 
@@ -512,8 +547,7 @@ def _release_exponential(
     if gamma is None:
         exponent = epsilon / (2.0 * sensitivity)
     else:
-        others = candidate_counts(counts.sum(), alpha.size)
-        exponent = epsilon / (4.0 * _smooth_sensitivity(counts, alpha, gamma, others))
+        exponent = _smooth_exponent(epsilon, counts, alpha, gamma)
     cands, _, log_weights = _exponential(counts, alpha, exponent)
     ledger.charge(_exp_event(mechanism, epsilon, sensitivity, variables, statistic, algorithm))
     generator = rng if rng is not None else np.random.default_rng()

@@ -92,7 +92,7 @@ from pymc_dp.mechanisms.exponential import (
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.noise import noise_seed_from
-from pymc_dp.steps.private_metropolis import PrivateMetropolis
+from pymc_dp.steps.private_metropolis import PrivateMetropolis, validate_proposal_scale
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
 from pymc_dp.traces import keep_groups, last_draw, quiet_unreleased, refuse_leaky_options
@@ -507,7 +507,7 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
         raise ValueError(f"release must be one of {RELEASES}, got {release!r}")
     if "proposal_scale" not in kwargs:
         raise ValueError("mechanism='metropolis' needs a public, fixed proposal_scale")
-    proposal_scale = kwargs.pop("proposal_scale")
+    proposal_scale = validate_proposal_scale(kwargs.pop("proposal_scale"))
     chains, n_steps = _chains_and_sweeps(kwargs, draws)
     bound = run.analysis.record_log_likelihood_bound()
     if release == "chain":

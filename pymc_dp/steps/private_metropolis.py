@@ -19,6 +19,8 @@ step.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import ClassVar
 
 import numpy as np
@@ -31,6 +33,19 @@ from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
 
 __all__ = ["PrivateMetropolis"]
+
+
+def validate_proposal_scale(proposal_scale) -> float:
+    """The public random-walk sd as a float, or ``ValueError``: a real number (not a bool, not
+    an array), finite and > 0. Checked by the route before anything is charged."""
+    if isinstance(proposal_scale, bool | np.bool_) or not isinstance(proposal_scale, numbers.Real):
+        raise ValueError(
+            f"proposal_scale must be one real number > 0, got {type(proposal_scale).__name__}"
+        )
+    value = float(proposal_scale)
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"proposal_scale must be finite and > 0, got {value!r}")
+    return value
 
 
 class PrivateMetropolis(SecretNoise, BlockedStep):
@@ -78,8 +93,7 @@ class PrivateMetropolis(SecretNoise, BlockedStep):
         # it samples whatever density the model defines (a Potential over records too): only
         # a route, which tempers the model and charges the ledger, may run it
         self._sanctioned = in_route()
-        if not (np.isfinite(proposal_scale) and proposal_scale > 0):
-            raise ValueError(f"proposal_scale must be finite and > 0, got {proposal_scale!r}")
+        proposal_scale = validate_proposal_scale(proposal_scale)
         self.vars = (
             get_value_vars_from_user_vars(vars, model)
             if vars is not None

@@ -562,3 +562,55 @@ def test_dirichlet_releases_refuse_huge_or_text_counts_before_charging(counts, m
         getattr(dirichlet, release)(counts, [1.0, 1.0, 1.0], epsilon=1.0, ledger=ledger, **options)
     assert "300" not in str(refused.value) and "7" not in str(refused.value)
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize(
+    ("option", "match"),
+    [
+        ({"return_inferencedata": 0}, "always returns a DataTree"),
+        ({"return_inferencedata": None}, "always returns a DataTree"),
+        ({"mp_ctx": "nonsense"}, "mp_ctx must be one of"),
+        ({"blas_cores": "lots"}, "blas_cores must be"),
+        ({"compile_kwargs": {"mode": "NOPE"}}, "not a PyTensor mode"),
+        ({"initvals": [{}, {}, {}], "chains": 1}, "initvals has 3 dicts for 1 chains"),
+        ({"var_names": []}, "var_names is empty"),
+        ({"trace": "not a backend"}, "trace must be None or a PyMC trace backend"),
+        ({"proposal_scale": 0.0}, "proposal_scale must be finite and > 0"),
+        ({"proposal_scale": math.nan}, "proposal_scale must be finite and > 0"),
+        ({"proposal_scale": True}, "proposal_scale must be one real number"),
+        ({"proposal_scale": np.ones(2)}, "proposal_scale must be one real number"),
+    ],
+)
+def test_options_that_would_fail_inside_pm_sample_are_refused_before_the_charge(option, match):
+    """The posterior-sampling routes charge before ``pm.sample`` (so an exception while
+    sampling never leaves draws uncharged); an option PyMC would reject only once sampling
+    starts would then cost ε for nothing, and ``return_inferencedata=0`` made ``pm.sample``
+    return a MultiTrace whose unreleased draws sat in the traceback of the resulting error
+    (found by the adversarial review). Every such option is refused first."""
+    import pymc_dp
+
+    mechanism = "metropolis" if "proposal_scale" in option else "ops"
+    if mechanism == "metropolis" or "trace" in option:
+        mechanism = "metropolis" if mechanism == "metropolis" else "laplace"
+    options = dict(option)
+    if mechanism == "metropolis":
+        options.setdefault("tune", 5)
+    ledger = PrivacyLedger()
+    model = _truncated_bernoulli_model()
+    if mechanism == "laplace":
+        import pymc as pm
+
+        with pm.Model() as model:
+            p = pm.Beta("p", 1.0, 1.0)
+            pm.Bernoulli("y", p=p, observed=np.array([0, 1, 1]))
+    with pytest.raises(ValueError, match=match):
+        pymc_dp.sample(
+            draws=5,
+            model=model,
+            epsilon=1.0,
+            mechanism=mechanism,
+            ledger=ledger,
+            progressbar=False,
+            **options,
+        )
+    assert len(ledger) == 0

@@ -372,3 +372,25 @@ def test_lshist_audit_through_the_route(monkeypatch, broken):
         assert bound > epsilon
     else:
         assert 0.4 * epsilon < bound <= epsilon
+
+
+@pytest.mark.parametrize("mechanism", ["dirichlet-ehd", "dirichlet-ehds"])
+@pytest.mark.parametrize("alpha", [(10**3.25, 10**10.75), (1e8, 1e8)])
+def test_concentrations_beyond_float64_precision_are_refused_before_charging(mechanism, alpha):
+    """At α = (10^3.25, 10^10.75), n = 2 the float64 Hellinger distances broke EHDS's bound
+    (computed privacy loss 8ε, exact 0.32ε; found by the adversarial review); at (1e8, 1e8) the
+    smooth sensitivity rounded to 0. Both are refused by name before anything is charged."""
+    x = np.array([0, 0])
+    _refused(
+        categorical_model(x, alpha=np.array(alpha)),
+        ValueError,
+        r"max\(alpha\) \+ n must be at most",
+        mechanism=mechanism,
+        **PUBLIC,
+    )
+    counts, prior = [2, 0], np.array(alpha)
+    for release in (dm.release_ehd, dm.release_ehds):
+        ledger = PrivacyLedger()
+        with pytest.raises(ValueError, match="max"):
+            release(counts, prior, epsilon=1.0, ledger=ledger)
+        assert len(ledger) == 0
