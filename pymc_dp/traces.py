@@ -9,7 +9,8 @@ function (in NumPy for a model of released Beta/Dirichlet statistics).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pymc as pm
@@ -64,6 +65,18 @@ def last_draw(idata: xr.DataTree, groups: Sequence[str] = ("posterior",)) -> xr.
         dataset.attrs = {k: v for k, v in dataset.attrs.items() if k not in UNRELEASED_ATTRS}
         datasets[name] = dataset
     return xr.DataTree.from_dict(datasets)
+
+
+def discard_on_error[T](sample: Callable[[], T]) -> T:
+    """Run ``sample`` (a route's ``pm.sample`` and its stripping); if it raises, clear the
+    local variables of every finished frame of the traceback before the error propagates, so
+    a caller that catches it cannot read the unreleased draws (a ``release="last"`` route
+    samples a whole chain and releases its last draw). The error itself is re-raised."""
+    try:
+        return sample()
+    except BaseException as error:
+        traceback.clear_frames(error.__traceback__)
+        raise
 
 
 def refuse_leaky_options(kwargs) -> None:

@@ -33,6 +33,7 @@ from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
 from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.traces import (
     RELEASED_GROUP,
+    discard_on_error,
     keep_groups,
     last_draw,
     quiet_unreleased,
@@ -324,9 +325,12 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_rng, k
     charge_events(ledger, _noted([event], note))
     noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
     model = spec.rebuild(counts)
-    with model, route_context(), quiet_unreleased():  # only the last draw is released
-        step = NaiveBayesHMMGibbs(
-            method=method, temperature=cost.temperature, noise_seed=noise_seed
-        )
-        idata = pm.sample(draws, step=step, **kwargs)
-    return last_draw(idata)
+
+    def sample() -> xr.DataTree:
+        with model, route_context(), quiet_unreleased():  # only the last draw is released
+            step = NaiveBayesHMMGibbs(
+                method=method, temperature=cost.temperature, noise_seed=noise_seed
+            )
+            return last_draw(pm.sample(draws, step=step, **kwargs))
+
+    return discard_on_error(sample)

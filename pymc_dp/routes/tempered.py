@@ -95,7 +95,13 @@ from pymc_dp.steps.noise import noise_seed_from
 from pymc_dp.steps.private_metropolis import PrivateMetropolis, validate_proposal_scale
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
-from pymc_dp.traces import keep_groups, last_draw, quiet_unreleased, refuse_leaky_options
+from pymc_dp.traces import (
+    discard_on_error,
+    keep_groups,
+    last_draw,
+    quiet_unreleased,
+    refuse_leaky_options,
+)
 
 __all__ = ["RELEASES", "TEMPERED_MECHANISMS", "request_accounting", "run_tempered"]
 
@@ -476,11 +482,14 @@ def _sample_converged_ops(run: _Run, draws, epsilon, kwargs):
     )
     temperature, note = run.temperature(calibration, events_at, epsilon)
     run.charge(events_at(temperature), note)
+
     # PyMC's warnings and logs read every draw; only the last is released
-    with warnings.catch_warnings(), quiet_unreleased():
-        warnings.simplefilter("ignore")
-        idata = run.private_step_trace(temperature, draws, kwargs)
-    return last_draw(idata)
+    def sample() -> xr.DataTree:
+        with warnings.catch_warnings(), quiet_unreleased():
+            warnings.simplefilter("ignore")
+            return last_draw(run.private_step_trace(temperature, draws, kwargs))
+
+    return discard_on_error(sample)
 
 
 def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejection_bound, kwargs):
@@ -559,15 +568,19 @@ def _sample_metropolis(run: _Run, draws, epsilon, delta, release, assume_rejecti
     run.charge([event], "")
     tempered = temper(run.model, temperature, part=run.tempering)
     last = release == "last"  # PyMC's warnings and logs would read the unreleased steps
-    with tempered, route_context(), warnings.catch_warnings():
-        if last:
-            warnings.simplefilter("ignore")
-        with quiet_unreleased() if last else contextlib.nullcontext():
-            step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
-            idata = pm.sample(draws, step=step, **kwargs)
-    if release == "last":
-        return last_draw(idata)
-    trace = _without_lp(keep_groups(idata, ("posterior", "sample_stats")))
+
+    def sample():
+        with tempered, route_context(), warnings.catch_warnings():
+            if last:
+                warnings.simplefilter("ignore")
+            with quiet_unreleased() if last else contextlib.nullcontext():
+                step = PrivateMetropolis(proposal_scale=proposal_scale, noise_seed=run.noise_seed)
+                idata = pm.sample(draws, step=step, **kwargs)
+        return last_draw(idata) if last else idata
+
+    if last:
+        return discard_on_error(sample)
+    trace = _without_lp(keep_groups(sample(), ("posterior", "sample_stats")))
     rate = _rejection_rate(trace)  # post-processing of the released chain
     trace["sample_stats"].attrs["rejection_rate"] = rate
     trace["sample_stats"].attrs["assumed_rejection_bound"] = rejection_bound

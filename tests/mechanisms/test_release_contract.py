@@ -452,17 +452,20 @@ def _truncated_bernoulli_model():
 def test_routes_that_sample_the_records_refuse_callbacks_and_trace_backends(mechanism, option):
     """A callback or a custom backend sees every draw while the run samples, also draws the
     run does not release (found by the adversarial review)."""
+    from pymc.backends.ndarray import NDArray
+
     import pymc_dp
 
     ledger = PrivacyLedger()
+    model = _truncated_bernoulli_model()
     with pytest.raises(ValueError, match=rf"^{option!r} would see every draw computed from"):
         pymc_dp.sample(
             draws=5,
-            model=_truncated_bernoulli_model(),
+            model=model,
             epsilon=1.0,
             mechanism=mechanism,
             ledger=ledger,
-            **{option: print if option == "callback" else object()},
+            **{option: print if option == "callback" else NDArray(model=model)},
         )
     assert len(ledger) == 0
 
@@ -614,3 +617,44 @@ def test_options_that_would_fail_inside_pm_sample_are_refused_before_the_charge(
             **options,
         )
     assert len(ledger) == 0
+
+
+@pytest.mark.parametrize("mechanism", ["ops", "metropolis"])
+def test_a_last_draw_route_that_fails_after_sampling_leaves_no_draws_in_the_traceback(mechanism):
+    """A bad ``idata_kwargs`` coordinate fails when PyMC converts the chain, after sampling:
+    the caller who catches the error must not find the unreleased chain in the frames of its
+    traceback (found by the adversarial review with ``return_inferencedata=0``)."""
+    import pymc as pm
+
+    import pymc_dp
+
+    options = {"proposal_scale": 0.1, "tune": 5} if mechanism == "metropolis" else {"tune": 5}
+    with pm.Model() as model:  # a hyperprior: OPS samples a chain (MCMC) and keeps its last draw
+        a = pm.HalfNormal("a", 2.0)
+        p = pm.Truncated("p", pm.Beta.dist(a + 1.0, 1.0), lower=0.1, upper=0.9)
+        pm.Bernoulli("y", p=p, observed=np.array([0, 1, 1]))
+    ledger = PrivacyLedger()
+    with pytest.raises(Exception) as raised:  # PyMC's own conversion error
+        pymc_dp.sample(
+            draws=50,
+            model=model,
+            epsilon=1.0,
+            mechanism=mechanism,
+            ledger=ledger,
+            progressbar=False,
+            idata_kwargs={"dims": {"p": ["nowhere"]}, "coords": {"nowhere": [0, 1, 2]}},
+            **options,
+        )
+    assert len(ledger) == 1  # charged before sampling
+    found = []
+    tb = raised.value.__traceback__
+    while tb is not None:
+        for name, value in tb.tb_frame.f_locals.items():
+            kind = type(value).__name__
+            draws = len(value) if kind == "MultiTrace" else 0
+            if kind == "DataTree" and "posterior" in value.children:
+                draws = value["posterior"].sizes.get("draw", 0)
+            if draws > 1:
+                found.append((tb.tb_frame.f_code.co_name, name))
+        tb = tb.tb_next
+    assert found == []
