@@ -470,6 +470,22 @@ def test_routes_that_sample_the_records_refuse_callbacks_and_trace_backends(mech
     assert len(ledger) == 0
 
 
+def _interrupt_pm_sample(monkeypatch, ledger) -> list[int]:
+    """Make ``pm.sample`` raise KeyboardInterrupt at its start (keeping the signature that
+    pymc_dp checks options against); returns the ledger's length at each call."""
+    import pymc as pm
+
+    seen: list[int] = []
+
+    @functools.wraps(pm.sample)
+    def interrupted(*args, **kwargs):
+        seen.append(len(ledger))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pm, "sample", interrupted)  # every route calls it as pm.sample
+    return seen
+
+
 @pytest.mark.parametrize(
     ("mechanism", "options"),
     [
@@ -483,20 +499,10 @@ def test_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechan
     """Order: record the event, then sample. An exception raised inside ``pm.sample`` (an
     interrupt, a failing option) finds the run already charged, so draws of the private
     records can never have been computed uncharged."""
-    import pymc as pm
-
     import pymc_dp
-    import pymc_dp.routes.tempered as tempered
 
     ledger = PrivacyLedger()
-    seen = []
-
-    @functools.wraps(pm.sample)  # keeps the signature that pymc_dp checks options against
-    def interrupted(*args, **kwargs):
-        seen.append(len(ledger))
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(tempered.pm, "sample", interrupted)  # the pymc module itself
+    seen = _interrupt_pm_sample(monkeypatch, ledger)
     with pytest.raises(KeyboardInterrupt):
         pymc_dp.sample(
             draws=5,
@@ -513,10 +519,7 @@ def test_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechan
 
 @pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
 def test_hmm_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechanism):
-    import pymc as pm
-
     import pymc_dp
-    import pymc_dp.routes.hmm as hmm_route
     from pymc_dp.hmm import cell_counts
     from pymc_dp.models import naive_bayes_hmm
 
@@ -531,14 +534,7 @@ def test_hmm_posterior_sampling_routes_charge_before_they_sample(monkeypatch, me
         categories=[["a", "b"]],
     )
     ledger = PrivacyLedger()
-    seen = []
-
-    @functools.wraps(pm.sample)  # keeps the signature that pymc_dp checks options against
-    def interrupted(*args, **kwargs):
-        seen.append(len(ledger))
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(hmm_route.pm, "sample", interrupted)
+    seen = _interrupt_pm_sample(monkeypatch, ledger)
     with naive_bayes_hmm(counts, 2, truncation=20.0), pytest.raises(KeyboardInterrupt):
         pymc_dp.sample(
             draws=5, epsilon=1.0, mechanism=mechanism, ledger=ledger, tune=5, progressbar=False
