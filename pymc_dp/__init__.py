@@ -7,7 +7,7 @@ carry a privacy ledger inside every trace.
 
 from pymc.step_methods import STEP_METHODS
 
-from pymc_dp import analysis, hmm, limits, models, routes, tempered, theory
+from pymc_dp import analysis, hmm, limits, models, records, routes, tempered, theory
 from pymc_dp.analysis.conjugate import analyse_model
 from pymc_dp.analysis.rewrite import build_private_model
 from pymc_dp.errors import (
@@ -27,6 +27,7 @@ from pymc_dp.mechanisms.statistics import (
     sufficient_statistics_sensitivity,
 )
 from pymc_dp.predictive import sample_posterior_predictive
+from pymc_dp.records import Data
 from pymc_dp.sampling import private_trace, sample
 from pymc_dp.session import PrivacySession
 from pymc_dp.steps import (
@@ -46,6 +47,7 @@ for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs, PrivateMetropolis, Temp
 __all__ = [
     "BudgetExceededError",
     "ConjugateLink",
+    "Data",
     "InvalidPrivateDataError",
     "NaiveBayesHMMGibbs",
     "NonPrivateModelError",
@@ -67,6 +69,7 @@ __all__ = [
     "limits",
     "models",
     "private_trace",
+    "records",
     "release_sufficient_statistics",
     "routes",
     "sample",

@@ -343,6 +343,7 @@ def sample(
         disjoint=disjoint,
         clamp_to_bounds=clamp_to_bounds,
         neighbouring=neighbouring,
+        progressbar=bool(kwargs.get("progressbar", True)),
     )
     check_route_options(model, kwargs, recognised, mechanism, step)
     if noise == "gaussian" and recognised.kind == "hmm":

@@ -31,6 +31,7 @@ from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private
 from pymc_dp.analysis.tempered import analyse_tempered_model
 from pymc_dp.mechanisms.dirichlet import DP_RELEASES as DIRICHLET_RELEASES
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
+from pymc_dp.records import refuse_dask_records, refuse_public
 
 __all__ = [
     "HMM_HANDLED",
@@ -90,8 +91,13 @@ def recognise(
     disjoint: Sequence[Sequence[str]] = (),
     clamp_to_bounds: bool | Collection[str] = False,
     neighbouring: str = "replace-one",
+    progressbar: bool = False,
 ) -> Recognised:
     """Classify ``model``'s inputs, find the blocks ``mechanism`` handles, or refuse.
+
+    Records in a Dask collection (:func:`pymc_dp.Data`) are summarised in one pass when the
+    links are validated (``progressbar`` shows it); only the Laplace statistics and the
+    Dirichlet posterior releases take them.
 
     ``data_bounds`` declares the record ranges of Poisson, Normal and regression likelihoods
     (Laplace statistics and tempered mechanisms alike); ``clamp_to_bounds`` (Laplace only)
@@ -108,6 +114,9 @@ def recognise(
         For declarations that name unknown variables.
     """
     kind = model_kind(model, mechanism)
+    refuse_public(model, public)
+    if kind not in ("conjugate", "dirichlet"):
+        refuse_dask_records(model, mechanism)
     if kind == "dirichlet":
         if max_trials or data_bounds or disjoint or clamp_to_bounds:
             raise ValueError(
@@ -115,7 +124,7 @@ def recognise(
                 "data_bounds, disjoint or clamp_to_bounds. Nothing was released."
             )
         inputs = classify_inputs(model, public, neighbouring)
-        links = analyse_model(model, inputs=inputs)
+        links = analyse_model(model, inputs=inputs, progressbar=progressbar)
         return Recognised(kind, inputs, find_dirichlet_posterior(model, links, mechanism))
     if clamp_to_bounds and kind != "conjugate":
         raise ValueError(
@@ -148,6 +157,7 @@ def recognise(
             inputs=inputs,
             data_bounds=data_bounds,
             clamp_to_bounds=clamp_to_bounds,
+            progressbar=progressbar,
         )
         return Recognised(kind, inputs, links)
     blocks = analyse_tempered_model(

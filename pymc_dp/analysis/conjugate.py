@@ -60,6 +60,7 @@ from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.families.bounded import BoundedLink
+from pymc_dp.records import summarise
 
 __all__ = [
     "ConjugateLink",
@@ -154,6 +155,7 @@ def analyse_model(
     *,
     data_bounds: Mapping[str, object] | None = None,
     clamp_to_bounds: bool | Collection[str] = False,
+    progressbar: bool = False,
 ) -> dict[str, ConjugateLink | BoundedLink]:
     """Links for every observed variable of ``model``, validated; or a refusal.
 
@@ -166,7 +168,8 @@ def analyse_model(
     conjugate likelihood; every Beta/Dirichlet prior that feeds a likelihood feeds nothing
     else (no other random variable or potential depends on it), so that its conditional is
     exactly the conjugate posterior; every record lies in its declared domain (or is clamped
-    into its bounds, on opt-in).
+    into its bounds, on opt-in). Records in a Dask collection (:func:`pymc_dp.Data`) are
+    validated, and their statistics computed, in one pass (:func:`pymc_dp.records.summarise`).
 
     Parameters
     ----------
@@ -181,6 +184,8 @@ def analyse_model(
     clamp_to_bounds : bool or collection of str
         Clamp records outside their declared bounds into them instead of refusing them: True
         for every ``data_bounds`` key, or the keys to clamp.
+    progressbar : bool
+        Show the progress of the pass over Dask-backed records.
 
     Returns
     -------
@@ -233,9 +238,7 @@ def analyse_model(
     for prior_name in {link.prior for link in conjugate.values()}:
         handled = {name for name, link in conjugate.items() if link.prior == prior_name}
         check_conjugate_dependents(model, model[prior_name], handled)
-    for link in links.values():
-        link.validate()
-    return links
+    return summarise(links, progressbar=progressbar)
 
 
 def _clamp_keys(clamp_to_bounds, data_bounds: Mapping) -> frozenset[str]:

@@ -33,6 +33,7 @@ from pytensor.tensor.subtensor import AdvancedSubtensor
 from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
 from pymc_dp.families import RecordDomain
 from pymc_dp.families.base import require_integers
+from pymc_dp.records import dask_records
 
 __all__ = [
     "CONJUGATE_LIKELIHOODS",
@@ -123,7 +124,11 @@ def record_values(variable: Variable, name: str, what: str) -> np.ndarray:
         If the records are computed in the graph (a cast, a scaling, a cumulative sum, a
         comparison with a median, ...). The message names the operations only.
     """
-    return variable_value(require_as_is(variable, name, what))
+    container = require_as_is(variable, name, what)
+    handle = dask_records(container)
+    if handle is not None:  # records in a Dask collection: read by pymc_dp.records only
+        return handle
+    return variable_value(container)
 
 
 def require_as_is(variable: Variable, name: str, what: str) -> Variable:
@@ -253,6 +258,11 @@ def record_domain(likelihood, params, n_categories, max_trials, model, name) -> 
     trials_var = params[0]
     if not is_data(trials_var, model):
         raise NonPrivateModelError(f"{name}: the number of trials must be data, not random")
+    if dask_records(strip_expand_dims(trials_var)) is not None:
+        raise NonPrivateModelError(
+            f"{name}: per-record trials in a Dask collection are not supported; give the "
+            "trials as one public number, or the records in memory. Nothing was released."
+        )
     trials = variable_value(trials_var)
     if trials.size > 1:  # per-record trials are records
         trials = record_values(strip_expand_dims(trials_var), name, "per-record trials")

@@ -36,6 +36,7 @@ from pymc_dp.errors import InvalidPrivateDataError
 __all__ = [
     "ConjugateFamily",
     "RecordDomain",
+    "RecordSummary",
     "group_sums",
     "private_trials_log_likelihood_bound",
     "probability_truncation",
@@ -204,6 +205,28 @@ def reject_out_of_range(
 
 
 @dataclass(frozen=True, eq=False)
+class RecordSummary:
+    """The exact statistics of records that live outside the model (a Dask collection),
+    computed and validated in one pass where the records are (:mod:`pymc_dp.records`).
+    **Private**: the same numbers an in-memory link computes from its arrays, before noise.
+
+    Attributes
+    ----------
+    statistics : ndarray of float64, shape (G, D)
+        The link's exact per-group statistics (a conjugate link's table of sums of S(x); a
+        bounded link's sums of t(x) on the unit scale).
+    n_records : int
+        Number of records n.
+    partitions : int
+        Number of partitions the pass read (public: it is how the data are stored).
+    """
+
+    statistics: np.ndarray
+    n_records: int
+    partitions: int
+
+
+@dataclass(frozen=True, eq=False)
 class ConjugateLink:
     """An observed variable of a conjugate family, with its private records.
 
@@ -227,6 +250,9 @@ class ConjugateLink:
     truncation : (float, float) or None
         Bounds (lower, upper) of a truncated Beta prior (``pm.Truncated`` /
         :func:`pymc_dp.distributions.TruncatedBeta`), else None.
+    summary : RecordSummary or None
+        The validated exact statistics when the records live in a Dask collection (then
+        ``data`` and ``groups`` are handles on it, :class:`pymc_dp.records.DaskRecords`).
     """
 
     observed: str
@@ -237,9 +263,30 @@ class ConjugateLink:
     n_groups: int
     domain: RecordDomain
     truncation: tuple[float, float] | None = None
+    summary: RecordSummary | None = None
+
+    def statistics(self) -> np.ndarray:
+        """Exact per-group sums of S(x), shape (G, d), float64. **Private.**
+
+        Validates the records first (an in-memory link); a summarised link returns the
+        statistics its one pass computed and validated.
+        """
+        if self.summary is not None:
+            return self.summary.statistics.copy()
+        self.validate()
+        stats = self.family.record_statistics(self.data, self.domain)
+        groups = None if self.groups is None else np.asarray(self.groups, dtype=np.int64)
+        return group_sums(stats, groups, self.n_groups)
 
     def validate(self) -> None:
-        """Raise :class:`~pymc_dp.InvalidPrivateDataError` if any record is out of domain."""
+        """Raise :class:`~pymc_dp.InvalidPrivateDataError` if any record is out of domain.
+
+        A summarised link (records in a Dask collection) was validated by the pass that
+        computed its summary; without one, its records cannot be read here.
+        """
+        if self.summary is not None:
+            return
+        require_in_memory(self.data, self.observed)
         self.family.validate(self.data, self.domain, self.observed)
         if self.groups is not None:
             groups = require_integers(self.groups, self.observed, "group labels")
@@ -249,6 +296,20 @@ class ConjugateLink:
                 raise InvalidPrivateDataError(
                     f"{self.observed}: {groups.shape[0]} group labels for {n_records} records"
                 )
+
+
+def require_in_memory(data, variable: str) -> None:
+    """Raise ``TypeError`` for records that live outside memory and were not summarised.
+
+    Dask-backed records (:class:`pymc_dp.records.DaskRecords`) are read only by the one pass
+    of :func:`pymc_dp.records.summarise` (``pymc_dp.sample`` runs it when it validates).
+    """
+    if getattr(data, "is_dask_records", False):
+        raise TypeError(
+            f"{variable}: its records live in a Dask collection; they are validated and "
+            "summarised in one pass by pymc_dp.records.summarise (pymc_dp.sample does this), "
+            "never read record by record here. Nothing was released."
+        )
 
 
 def probability_truncation(truncation: float, n_categories: int, family: str) -> float:

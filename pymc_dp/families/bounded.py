@@ -39,7 +39,12 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_dp.errors import InvalidPrivateDataError
-from pymc_dp.families.base import reject_out_of_range, require_integers
+from pymc_dp.families.base import (
+    RecordSummary,
+    reject_out_of_range,
+    require_in_memory,
+    require_integers,
+)
 
 __all__ = [
     "BoundedFamily",
@@ -135,12 +140,17 @@ class BoundedLink:
         The regression covariates. **Private.**
     groups : ndarray of int, shape (n,), or None
         Group labels. **Private.**
+    summary : RecordSummary or None
+        The validated exact statistics when the records live in a Dask collection (then
+        ``data``, ``covariates`` and ``groups`` are handles on it,
+        :class:`pymc_dp.records.DaskRecords`).
     """
 
     structure: BoundedStructure
     data: np.ndarray
     covariates: np.ndarray | None = None
     groups: np.ndarray | None = None
+    summary: RecordSummary | None = None
 
     @property
     def observed(self) -> str:
@@ -150,8 +160,30 @@ class BoundedLink:
     def family(self) -> BoundedFamily:
         return self.structure.family
 
+    @property
+    def n_records(self) -> int:
+        """Number of records n (public under replace-one). **Read from private data.**"""
+        if self.summary is not None:
+            return int(self.summary.n_records)
+        require_in_memory(self.data, self.observed)
+        return int(np.asarray(self.data).size)
+
+    def statistics(self) -> np.ndarray:
+        """Exact per-group sums of t(x) on the unit scale, shape (G, D). **Private.**
+
+        Validates (and, on opt-in, clamps) the records of an in-memory link; a summarised
+        link returns the statistics its one pass computed and validated.
+        """
+        if self.summary is not None:
+            return self.summary.statistics.copy()
+        require_in_memory(self.data, self.observed)
+        return self.family.statistics(self)
+
     def validate(self) -> None:
         """Raise :class:`~pymc_dp.InvalidPrivateDataError` unless every record is usable."""
+        if self.summary is not None:
+            return
+        require_in_memory(self.data, self.observed)
         self.family.records(self)
 
 
@@ -235,7 +267,7 @@ class BoundedFamily(ABC):
     def public_n(self, link: BoundedLink, neighbouring: str) -> np.ndarray | None:
         """Per-group record counts when they are public (one group, replace-one), else None."""
         if neighbouring == "replace-one" and not link.structure.grouped:
-            return np.array([float(np.asarray(link.data).size)])
+            return np.array([float(link.n_records)])
         return None
 
 

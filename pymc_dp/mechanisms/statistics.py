@@ -47,7 +47,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_dp.errors import NonPrivateModelError
-from pymc_dp.families import group_sums
 from pymc_dp.families.base import ConjugateLink, table_l2_sensitivity
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
@@ -237,7 +236,7 @@ def release_bounded(
     validate_neighbouring(neighbouring)
     _check_noise(noise, delta)
     family, structure = link.family, link.structure
-    exact = family.statistics(link)  # validates (and clamps, on opt-in) the records
+    exact = link.statistics()  # validates (and clamps, on opt-in) the records
     index = family.released_components(structure, neighbouring)
     variables = (link.observed,) + ((structure.covariates,) if structure.covariates else ())
     noisy = _release(
@@ -299,10 +298,9 @@ def project_bounded(
 
 
 def sufficient_statistics(link: ConjugateLink) -> np.ndarray:
-    """Exact per-group sufficient statistics of ``link``, shape (G, d). Not private."""
-    stats = link.family.record_statistics(link.data, link.domain)
-    groups = None if link.groups is None else np.asarray(link.groups, dtype=np.int64)
-    return group_sums(stats, groups, link.n_groups)
+    """Exact per-group sufficient statistics of ``link``, shape (G, d). **Private**: the
+    records are validated first (:meth:`~pymc_dp.families.base.ConjugateLink.statistics`)."""
+    return link.statistics()
 
 
 def released_components(link: ConjugateLink, neighbouring: str) -> int:
@@ -388,8 +386,7 @@ def release_sufficient_statistics(
             "path's conjugate step draws untruncated posteriors)"
         )
     _check_noise(noise, delta)
-    link.validate()
-    exact = sufficient_statistics(link)
+    exact = sufficient_statistics(link)  # validates the records first
     n_released = released_components(link, neighbouring)
     what = "first component (rest public)" if n_released == 1 else "table"
     noisy = _release(
@@ -410,7 +407,8 @@ def release_sufficient_statistics(
     event = ledger.events[-1]
     public_totals = None
     if neighbouring == "replace-one" and link.n_groups == 1 and link.domain.trials_public:
-        public_totals = np.array([float(link.family.record_totals(link.data, link.domain).sum())])
+        # one group: the table's row sums to the number of trials, public here
+        public_totals = np.array([float(exact.sum())])
     if n_released == 1:
         total = float(public_totals[0])
         first = np.clip(noisy[:, 0], 0.0, total)

@@ -110,7 +110,10 @@ def release_dirichlet_posterior(
     link, alpha = block.link, block.alpha
     (epsilon,) = split_epsilon(request.epsilon, [link.observed]).values()
     variables = (link.observed, link.prior)
-    counts = category_counts(link.data, alpha.size, variables)
+    if link.summary is not None:  # records in a Dask collection: validated, counted in one pass
+        counts = link.statistics()[0].astype(np.int64)
+    else:
+        counts = category_counts(link.data, alpha.size, variables)
     options = {"epsilon": epsilon, "ledger": request.ledger, "variables": variables}
     if request.mechanism in _LAPLACE:
         options["backend"] = request.noise_backend
