@@ -302,6 +302,7 @@ def test_trace_ledger_counts_each_release_once():
         {"chains": 0},
         {"chains": 1.5},
         {"tune": -1},
+        {"tune": None},
         {"cores": 0},
         {"var_names": ["nope"]},
         {"random_seed": "x"},
