@@ -131,14 +131,5 @@ def _process_docstring(app, what, name, obj, options, lines) -> None:
     lines[:] = [_escape_bars(line) for line in lines]
 
 
-# -- docs/dask.md (records larger than memory) -------------------------------------------------
-# The user guide's toctree lists "/dask"; until docs/dask.md exists that entry is dropped when
-# the page is read, so the build passes with or without the page.
-def _drop_missing_pages(app, docname, source) -> None:
-    if docname == "user_guide/index" and not (DOCS / "dask.md").exists():
-        source[0] = source[0].replace("\n/dask\n", "\n")
-
-
 def setup(app):
     app.connect("autodoc-process-docstring", _process_docstring, priority=100)
-    app.connect("source-read", _drop_missing_pages)

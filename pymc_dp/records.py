@@ -9,11 +9,12 @@ released once. Sampling then costs the same for 10³ or 10¹⁰ records.
 from Parquet, a Dask array). Inside the model it is an empty container of the right
 dimensions, so the model is written exactly as for in-memory records::
 
-    records = dd.read_parquet("stops/")                   # larger than memory
+    records = dd.read_parquet("stops/")                   # one row per record
     with pm.Model(coords={"race": races}) as model:
-        race = pymc_dp.Data("race", records, categories=races)
+        race = pymc_dp.Data("race_records", records, column="race", categories=races)
         rate = pm.Beta("rate", 1, 1, dims="race")
-        pm.Bernoulli("searched", p=rate[race], observed=pymc_dp.Data("searched", records))
+        searched = pymc_dp.Data("searched_records", records, column="searched")
+        pm.Bernoulli("searched", p=rate[race], observed=searched)
         idata = pymc_dp.sample(1000, epsilon=1.0)
 
 The recogniser (:mod:`pymc_dp.analysis`) finds the likelihoods as for in-memory arrays; the
