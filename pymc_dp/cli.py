@@ -86,6 +86,19 @@ def _parser() -> argparse.ArgumentParser:
         "per chain at temperature 2Δ/ε; gibbs-exponential: every draw, all sweeps composed",
     )
     stops.add_argument(
+        "--noise",
+        choices=["laplace", "gaussian"],
+        default="laplace",
+        help="laplace only: the noise of the released counts. laplace (default): (ε, 0)-DP; "
+        "gaussian: (ε, δ)-DP with L2 sensitivity, needs --delta (docs: the Gaussian mechanism)",
+    )
+    stops.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        help="total δ of --noise gaussian, 0 < δ < 1 (e.g. 1e-6), split over the two releases",
+    )
+    stops.add_argument(
         "--truncation",
         type=float,
         default=0.01,
@@ -163,6 +176,8 @@ def _private_sample(args: argparse.Namespace, model, **options) -> xr.DataTree:
         raise SystemExit(f"--inference is for --mechanism laplace, not {args.mechanism}")
     if args.inference is not None:
         options["inference"] = args.inference
+    if getattr(args, "noise", "laplace") == "gaussian":
+        options.update(noise="gaussian", delta=args.delta)
     return pymc_dp.sample(
         args.draws,
         model=model,
@@ -182,12 +197,18 @@ def _run_stops(args: argparse.Namespace) -> int:
     if tempered and args.neighbouring != "replace-one":
         print("error: --mechanism ops and gibbs-exponential are calibrated for replace-one")
         return 2
+    if args.noise == "gaussian" and (tempered or args.delta is None):
+        print("error: --noise gaussian is for --mechanism laplace and needs --delta (0 < δ < 1)")
+        return 2
+    if args.noise == "laplace" and args.delta is not None:
+        print("error: --delta is the δ of --noise gaussian; Laplace noise spends no δ")
+        return 2
     stops = load_mpls_stops()
     model = stops_model(stops, args.truncation if tempered else None)
     print(
         f"Minneapolis police stops, 2017{_record_count(len(stops), args.neighbouring)}. "
-        f"Privacy unit: one stop ({args.neighbouring}). Mechanism: {args.mechanism}. "
-        f"Total ε = {args.epsilon:g}, δ = 0.\n"
+        f"Privacy unit: one stop ({args.neighbouring}). Mechanism: {_mechanism_name(args)}. "
+        f"Total ε = {args.epsilon:g}, δ = {args.delta or 0:g}.\n"
     )
     idata = _private_sample(
         args,
@@ -249,7 +270,13 @@ def _private_label(ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace) -> s
     spent = f"ε = {rates.epsilon:g}"
     if rates.epsilon != ledger.epsilon:
         spent += f" of total ε = {ledger.epsilon:g}"
-    return f"private, {args.mechanism}, {spent}"
+    return f"private, {_mechanism_name(args)}, {spent}"
+
+
+def _mechanism_name(args: argparse.Namespace) -> str:
+    """The mechanism as the ledger names it (the released statistics' noise, or the
+    posterior-sampling mechanism)."""
+    return "gaussian" if getattr(args, "noise", "laplace") == "gaussian" else args.mechanism
 
 
 def _nonprivate_section(
@@ -279,7 +306,7 @@ def _mechanism_note(
     idata: xr.DataTree, ledger: pymc_dp.PrivacyLedger, args: argparse.Namespace, n: int
 ) -> str:
     if args.mechanism == "laplace":
-        return _laplace_note(idata[RELEASED_GROUP].attrs["inference"])
+        return _laplace_note(idata[RELEASED_GROUP].attrs["inference"], args.noise)
     (event,) = ledger.events
     if args.mechanism == "ops":
         return (
@@ -299,16 +326,17 @@ def _mechanism_note(
     )
 
 
-def _laplace_note(inference: str) -> str:
+def _laplace_note(inference: str, noise: str = "laplace") -> str:
+    name = noise.capitalize()
     if inference == "noise-aware":
         return (
-            "Noise-aware inference: the true statistics are latent and the Laplace noise is the "
+            f"Noise-aware inference: the true statistics are latent and the {name} noise is the "
             "likelihood of the release (Bernstein & Sheldon 2018; Ju et al. 2022), so the "
             "private intervals widen for the noise where it matters (small counts, small ε)."
         )
     return (
         "Plug-in inference: the posterior is given the noisy statistics as if exact (Foulds et "
-        "al. 2016, §3.2); its intervals do not widen for the Laplace noise. Small groups (low "
+        f"al. 2016, §3.2); its intervals do not widen for the {name} noise. Small groups (low "
         "released count) can be off by several interval widths at small ε."
     )
 

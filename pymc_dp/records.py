@@ -194,7 +194,7 @@ def Data(  # named after pm.Data, which it stands in for
         label = records.name if records.name is not None else name
         collection, selected = records.to_frame(name=label), (label,)
     elif isinstance(records, dd.DataFrame):
-        selected = tuple(columns) if columns is not None else (column or name,)
+        selected = tuple(columns) if columns is not None else (name if column is None else column,)
         missing = [c for c in selected if c not in records.columns]
         if missing:
             raise ValueError(
@@ -207,6 +207,14 @@ def Data(  # named after pm.Data, which it stands in for
             raise ValueError(f"{name}: a Dask array has no columns; give no column or columns")
         if records.ndim not in (1, 2):
             raise ValueError(f"{name}: a Dask array of records must be 1-D or 2-D")
+        if records.ndim == 2 and not np.isfinite(records.shape[1]):
+            raise ValueError(f"{name}: a 2-D Dask array of records needs a known number of columns")
+        if isinstance(getattr(records, "_meta", None), np.ma.MaskedArray):
+            raise TypeError(
+                f"{name}: a masked Dask array hides records (pymc_dp never imputes or drops "
+                "private records); give the records complete, or drop them before the analysis "
+                "under neighbouring='add-remove-one'"
+            )
         collection, selected = records, None
     else:
         raise TypeError(
@@ -220,11 +228,12 @@ def Data(  # named after pm.Data, which it stands in for
             raise ValueError(f"{name}: categories must be distinct labels of a one-column source")
     dtypes = [records.dtype] if selected is None else [collection[c].dtype for c in selected]
     if categories is None:
-        for dtype, label in zip(dtypes, selected or (name,), strict=True):
+        for dtype, label in zip(dtypes, selected or (None,), strict=True):
             if not _numeric(dtype):
+                where = "its array" if label is None else f"column {label!r}"
                 raise TypeError(
-                    f"{name}: column {label!r} holds {dtype} values; give categories=[...] "
-                    "(the declared labels, coded 0..K-1) or a numeric column"
+                    f"{name}: {where} holds {dtype} values; give categories=[...] "
+                    "(the declared labels, coded 0..K-1) or numeric records"
                 )
     handle = DaskRecords(name, collection, selected, ndim, categories)
     placeholder_dtype = np.int64 if categories is not None else _placeholder_dtype(dtypes)
@@ -329,6 +338,11 @@ def _values(part, column: _Column) -> np.ndarray:
             len(part), len(column.columns)
         )
     block = part[column.position] if isinstance(part, tuple) else part
+    if isinstance(block, np.ma.MaskedArray):
+        raise InvalidPrivateDataError(
+            f"{int(np.ma.count_masked(block))} records are masked; pymc_dp never imputes or "
+            "drops private records"
+        )
     array = np.asarray(block)
     if column.categories is not None:
         return _series_values(pd.Series(array), column.categories)
@@ -394,6 +408,41 @@ def _template(link: Link) -> Link:
     return dataclasses.replace(link, **empty)
 
 
+def _refuse_unpaired_trials(name: str, link: Link) -> None:
+    """Per-record trials in memory cannot be paired with records read partition by partition
+    (each partition would be bound to every trial: a wrong table and a wrong sensitivity)."""
+    if isinstance(link, ConjugateLink) and not link.domain.trials_public:
+        raise NonPrivateModelError(
+            f"{name}: its per-record trials are in memory and its records in a Dask "
+            "collection; one likelihood's records must all be in the same place. Per-record "
+            "trials in Dask are not supported either: give the trials as one public number, or "
+            "the records in memory. Nothing was released."
+        )
+
+
+def _refuse_misplaced_categories(name: str, link: Link, sources: Mapping) -> None:
+    """``categories=`` codes labels: group labels, or Categorical and Bernoulli outcomes; on
+    counts, values or covariates it would silently replace each record by its code."""
+    for field, handle in sources.items():
+        if getattr(handle, "categories", None) is None or field == "groups":
+            continue
+        if (
+            field == "data"
+            and getattr(link.family, "likelihood", "")
+            in (
+                "categorical",
+                "bernoulli",
+            )
+            and isinstance(link, ConjugateLink)
+        ):
+            continue
+        raise NonPrivateModelError(
+            f"{name}: categories= was given for {handle.name!r}, its {_ROLES[field]}; "
+            "categories code group labels and Categorical or Bernoulli outcomes only, and "
+            "would replace these records by their codes. Nothing was released."
+        )
+
+
 def _plan(links: Mapping[str, Link]):
     """Delayed tasks, one per partition of each collection, and how to read their results.
 
@@ -410,6 +459,8 @@ def _plan(links: Mapping[str, Link]):
     arrays: list[tuple[list, _Binding]] = []
     for name, link in links.items():
         sources = _sources(link)
+        _refuse_unpaired_trials(name, link)
+        _refuse_misplaced_categories(name, link, sources)
         handles = list(sources.values())
         in_memory = [f for f, v in sources.items() if not getattr(v, "is_dask_records", False)]
         if in_memory:
@@ -551,6 +602,18 @@ def summarise(links: Mapping[str, Link], *, progressbar: bool = False) -> dict[s
             f"{sorted(dask_links)}: reading the Dask records failed with {failure} (message "
             "withheld: it may quote a record). Nothing was released."
         )
+    summarised, errors = _combine(links, dask_links, results, readers)
+    del results  # the exact statistics must not stay in this frame's traceback
+    if errors:
+        del summarised
+        raise InvalidPrivateDataError("; ".join(errors) + ". Nothing was released.")
+    return summarised
+
+
+def _combine(links, dask_links, results, readers) -> tuple[dict[str, Link], list[str]]:
+    """Add up the partitions' summaries: the links with their summary, or the errors (how
+    many partitions hold invalid records, and the first partition's message, never which
+    partition: with one record per partition that would say which record)."""
     parts: dict[str, list[_Part]] = {name: [] for name in dask_links}
     for result, bindings in zip(results, readers, strict=True):
         for binding in bindings:
@@ -558,12 +621,11 @@ def summarise(links: Mapping[str, Link], *, progressbar: bool = False) -> dict[s
     summarised = dict(links)
     errors = []
     for name, link_parts in parts.items():
-        bad = [(i, p.error) for i, p in enumerate(link_parts) if p.error is not None]
+        bad = [p.error for p in link_parts if p.error is not None]
         if bad:
-            i, first = bad[0]
             errors.append(
                 f"{name}: invalid records in {len(bad)} of {len(link_parts)} partitions of its "
-                f"Dask records (partition {i}: {first})"
+                f"Dask records (the first: {bad[0]})"
             )
             continue
         statistics = np.sum([p.statistics for p in link_parts], axis=0)
@@ -574,5 +636,5 @@ def summarise(links: Mapping[str, Link], *, progressbar: bool = False) -> dict[s
         )
         summarised[name] = dataclasses.replace(links[name], summary=summary)
     if errors:
-        raise InvalidPrivateDataError("; ".join(errors) + ". Nothing was released.")
-    return summarised
+        return {}, errors
+    return summarised, errors

@@ -146,6 +146,34 @@ def test_stops_job_with_posterior_sampling(tmp_path, capsys, no_raw_reference, m
     assert main(["stops", "--mechanism", mechanism, "--neighbouring", "add-remove-one"]) == 2
 
 
+def test_stops_job_with_gaussian_noise(tmp_path, capsys, no_raw_reference):
+    args = ["stops", "--noise", "gaussian", "--delta", "1e-6", "--epsilon", "1", *FAST]
+    assert main([*args, "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Mechanism: gaussian. Total ε = 1, δ = 1e-06." in out and "Gaussian noise is the" in out
+    assert "Total: ε = 1, δ = 1e-06" in out
+    trace = xr.open_datatree(tmp_path / "stops_trace.nc", engine="h5netcdf")
+    events = PrivacyLedger.from_datatree(trace).events
+    assert [e.mechanism for e in events] == ["gaussian", "gaussian"]
+    assert [e.delta for e in events] == [5e-7, 5e-7]
+    # L2 sensitivities (table_l2_sensitivity): √2 for the race × search table (replace-one,
+    # full table), 1 for the reasons' release (one released component; Laplace: 2 and 1)
+    np.testing.assert_allclose([e.sensitivity for e in events], [2**0.5, 1.0])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--noise", "gaussian"],  # no δ
+        ["--noise", "gaussian", "--delta", "1e-6", "--mechanism", "ops"],
+        ["--delta", "1e-6"],  # a δ for Laplace
+    ],
+)
+def test_stops_job_refuses_inconsistent_noise_options(capsys, extra):
+    assert main(["stops", *extra, "--no-progressbar"]) == 2
+    assert "error: --" in capsys.readouterr().out
+
+
 def test_ops_nonprivate_comparison_file_is_separate(tmp_path, capsys):
     args = ["stops", "--mechanism", "ops", "--nonprivate-comparison", "--no-progressbar"]
     assert main([*args, "--output-dir", str(tmp_path)]) == 0

@@ -227,7 +227,12 @@ def test_progress_bar_shows_the_pass_and_no_records(capsys):
 @pytest.mark.parametrize(
     ("column", "bad", "expected"),
     [
-        ("z", 123456.75, r"z: invalid records in 1 of 4 partitions.*1 values outside"),
+        (
+            "z",
+            123456.75,
+            r"z: invalid records in 1 of 4 partitions of its Dask records "
+            r"\(the first: z: 1 values outside",
+        ),
         ("y", 7, r"y: invalid records in 1 of 4 partitions"),
         ("region", "west", r"y: invalid records in 1 of 4 partitions.*group labels"),
     ],
@@ -423,3 +428,57 @@ def test_the_pass_runs_on_a_local_distributed_cluster(capsys):
         on_cluster = exact_statistics(build(dd.from_pandas(frame, npartitions=4)), progressbar=True)
     for name, table in exact_statistics(build(frame)).items():
         np.testing.assert_array_equal(on_cluster[name], table, err_msg=name)
+
+
+def test_the_message_never_says_which_partition_holds_the_invalid_record():
+    values = np.zeros(8)
+    values[5] = 99.0  # outside the bounds; one record per partition
+    z = da.from_array(values, chunks=1)
+    with pm.Model() as model:
+        pm.Normal("z", pm.Normal("mu", 0, 1), 1.0, observed=pymc_dp.Data("z_records", z))
+    with pytest.raises(InvalidPrivateDataError, match=r"1 of 8 partitions") as info:
+        recognise(model, "laplace", data_bounds={"z": (-1, 1)})
+    assert "partition 5" not in str(info.value) and "99" not in str(info.value)
+
+
+def test_per_record_trials_in_memory_are_refused_with_dask_records():
+    frame = records(n=200)
+    with pm.Model() as model:
+        p = pm.Beta("p", 1, 1)
+        trials = pm.Data("trials", frame["trials4"].to_numpy()[:40])
+        y = pymc_dp.Data("y_records", dd.from_pandas(frame, npartitions=5), column="y")
+        pm.Binomial("y", n=trials, p=p, observed=y)
+    ledger = PrivacyLedger(budget=10.0)
+    with pytest.raises(NonPrivateModelError, match="per-record trials are in memory"):
+        pymc_dp.sample(5, model=model, epsilon=1.0, max_trials={"y": 4}, ledger=ledger, **FAST)
+    assert len(ledger) == 0
+
+
+def test_masked_arrays_and_set_data_are_refused():
+    values = da.ma.masked_array(da.arange(10, chunks=5), mask=da.arange(10, chunks=5) == 3)
+    with pm.Model(), pytest.raises(TypeError, match="masked"):
+        pymc_dp.Data("y_records", values)
+    frame = dd.from_pandas(records(n=100), npartitions=2)
+    with pm.Model() as model:
+        y = pymc_dp.Data("y_records", frame, column="y")
+        pm.Bernoulli("y", p=pm.Beta("p", 1, 1), observed=y)
+        pm.set_data({"y_records": np.ones(100, dtype=np.int64)})
+    with pytest.raises(NonPrivateModelError, match="set_data"):
+        recognise(model, "laplace")
+
+
+def test_categories_are_for_labels_and_categorical_outcomes_only():
+    frame = dd.from_pandas(records(n=100), npartitions=2)
+    with pm.Model() as model:
+        counts = pymc_dp.Data("count_records", frame, column="y_count", categories=[0, 1, 2])
+        pm.Poisson("y_count", mu=pm.Gamma("lam", 2, 1), observed=counts)
+    with pytest.raises(NonPrivateModelError, match="categories= was given"):
+        recognise(model, "laplace", data_bounds={"y_count": (0, 8)})
+
+
+def test_a_falsy_column_name_is_still_the_column():
+    frame = dd.from_pandas(pd.DataFrame({0: [1, 0, 1, 1], "zero": [0, 0, 0, 0]}), npartitions=2)
+    with pm.Model() as model:
+        pm.Bernoulli("y", p=pm.Beta("p", 1, 1), observed=pymc_dp.Data("zero", frame, column=0))
+    (link,) = recognise(model, "laplace").blocks.values()
+    np.testing.assert_array_equal(link.statistics(), [[3.0, 1.0]])

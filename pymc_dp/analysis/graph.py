@@ -127,6 +127,12 @@ def record_values(variable: Variable, name: str, what: str) -> np.ndarray:
     container = require_as_is(variable, name, what)
     handle = dask_records(container)
     if handle is not None:  # records in a Dask collection: read by pymc_dp.records only
+        if np.size(container.get_value(borrow=True)):
+            raise NonPrivateModelError(
+                f"{name}: the pymc_dp.Data container {container.name!r} was given values "
+                "(pm.set_data?), but its records are read from its Dask collection only: make a "
+                "new pymc_dp.Data for other records. Nothing was released."
+            )
         return handle
     return variable_value(container)
 
