@@ -23,6 +23,7 @@ from pymc_dp.records import DaskRecords, summarise
 
 LABELS = ["north", "south", "east"]
 BOUNDS = {"z": (-1.0, 3.0), "y_count": (0, 8), "w": (-2.0, 2.0), "X": (0.0, 1.0)}
+BOUNDS_Z = {"z": (-1.0, 3.0)}
 FAST = {"tune": 100, "chains": 1, "progressbar": False, "compute_convergence_checks": False}
 
 
@@ -482,3 +483,39 @@ def test_a_falsy_column_name_is_still_the_column():
         pm.Bernoulli("y", p=pm.Beta("p", 1, 1), observed=pymc_dp.Data("zero", frame, column=0))
     (link,) = recognise(model, "laplace").blocks.values()
     np.testing.assert_array_equal(link.statistics(), [[3.0, 1.0]])
+
+
+def _reachable(value, depth=3):
+    """``value`` and what its containers and dataclass fields hold, a few levels down."""
+    yield value
+    if depth == 0:
+        return
+    if isinstance(value, dict):
+        children = list(value.values())
+    elif isinstance(value, list | tuple | set):
+        children = list(value)
+    elif hasattr(value, "__dataclass_fields__"):
+        children = [getattr(value, f, None) for f in value.__dataclass_fields__]
+    else:
+        children = []
+    for child in children:
+        yield from _reachable(child, depth - 1)
+
+
+def test_an_invalid_record_leaves_no_exact_statistics_in_the_traceback():
+    frame = records(n=400)
+    frame["y"] = frame["y"].astype(float)
+    frame.loc[7, "y"] = 5.0  # the Bernoulli is invalid; the Normal on z is valid
+    with pytest.raises(InvalidPrivateDataError) as info:
+        recognise(
+            small_model(dd.from_pandas(frame, npartitions=2)), "laplace", data_bounds=BOUNDS_Z
+        )
+    from pymc_dp.families.base import RecordSummary
+    from pymc_dp.records import _Part
+
+    tb = info.value.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            for held in _reachable(value):
+                assert not isinstance(held, RecordSummary | _Part), tb.tb_frame.f_code.co_name
+        tb = tb.tb_next
