@@ -56,6 +56,7 @@ from pymc_dp.analysis.graph import (
     variable_value,
 )
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
+from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families import FAMILIES
 from pymc_dp.families.base import ConjugateLink
@@ -120,6 +121,13 @@ def find_conjugate_link(
     if index is not None:
         require_as_is(index, name, "group labels")
     prior = distribution_name(prior_rv, _PRIORS)
+    if isinstance(prior_rv.owner.op, TruncatedDirichletRV):
+        raise NonPrivateModelError(
+            f"{name}: its probability {prior_rv.name} is a TruncatedDirichlet, which only the "
+            "posterior-sampling mechanisms take (mechanism='ops', 'gibbs-exponential'); the "
+            "released statistics and the Dirichlet posterior releases need an untruncated "
+            "pm.Dirichlet. Nothing was released."
+        )
     if prior is None or prior_rv not in model.free_RVs:
         raise NonPrivateModelError(
             f"{name}: the probability of its {likelihood} likelihood must be a Beta or Dirichlet "

@@ -210,7 +210,7 @@ def test_refuses_a_truncated_prior():
     with pm.Model() as model:
         p = TruncatedDirichlet("p", np.ones(2), 0.05)
         pm.Categorical("x", p=p, observed=records(k=2))
-    _refused(model, NonPrivateModelError, "Beta or Dirichlet free variable")
+    _refused(model, NonPrivateModelError, "TruncatedDirichlet, which only the posterior-sampling")
 
 
 def test_refuses_other_likelihoods():
