@@ -453,13 +453,22 @@ def release_all(
 
     Raises
     ------
-    InvalidPrivateDataError, BudgetExceededError, ValueError
+    InvalidPrivateDataError, BudgetExceededError
+    ValueError
+        Also for two links of the same observed variable.
     """
     validate_neighbouring(neighbouring)
     _check_noise(noise, delta)
+    names = [link.observed for link in links]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(
+            f"release_all got several links named {repeated}: each observed variable is released "
+            "once (its budget share and δ are split by name). Nothing was released."
+        )
     for link in links:
         link.validate()
-    epsilons = split_epsilon(epsilon, [link.observed for link in links])
+    epsilons = split_epsilon(epsilon, names)
     deltas = dict.fromkeys(epsilons, float(delta) / max(len(epsilons), 1))
     ledger.check_all((eps, deltas[name]) for name, eps in epsilons.items())
     return [

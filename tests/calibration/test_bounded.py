@@ -105,6 +105,7 @@ def test_regression_study_scores_intercept_and_each_slope():
     assert all(r["n_datasets"] == 3 for r in rows)
 
 
+@pytest.mark.slow  # about 100 s: run by .ci/run's second pytest call
 def test_noise_aware_sd_is_calibrated_where_plugin_fails():
     # Normal, n = 100, ε = 1: the plug-in sd ignores the noise in Σu² and covers ≈ 0.1
     # (docs/calibration.md). 300 data sets: SE(0.9) = 0.017; noise-aware band ±4 SE.
