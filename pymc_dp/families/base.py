@@ -129,10 +129,6 @@ class ConjugateFamily(ABC):
         The L2 sensitivity of a released table follows (:func:`table_l2_sensitivity`)."""
         return float(domain.max_trials)
 
-    def record_totals(self, data: np.ndarray, domain: RecordDomain) -> np.ndarray:
-        """Per-record ||S(x_i)||_1 (the number of trials of each record)."""
-        return self.record_statistics(data, domain).sum(axis=1)
-
 
 def table_l2_sensitivity(record_bound: float, neighbouring: str, one_component: bool) -> float:
     """Data-independent L2 sensitivity of a released (G, d) table of per-group sums of S(x).

@@ -82,9 +82,6 @@ class DirichletCategorical(_DirichletFamily):
         one_hot[np.arange(y.size), y] = 1.0
         return one_hot
 
-    def record_totals(self, data: np.ndarray, domain: RecordDomain) -> np.ndarray:
-        return np.ones(np.asarray(data).size)
-
 
 class DirichletMultinomial(_DirichletFamily):
     """Dirichlet prior, Multinomial likelihood with at most ``max_trials`` trials per record.

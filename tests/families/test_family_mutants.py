@@ -287,7 +287,7 @@ def test_normal_delta_refusals():
 
 
 # --- per-record statistics, sensitivities --------------------------------------------------------
-def test_record_statistics_and_totals_of_the_conjugate_families():
+def test_record_statistics_of_the_conjugate_families():
     np.testing.assert_array_equal(
         BetaBernoulli().record_statistics(np.array([1, 0]), RecordDomain(2)), [[1, 0], [0, 1]]
     )
@@ -296,14 +296,8 @@ def test_record_statistics_and_totals_of_the_conjugate_families():
         BetaBinomial().record_statistics(np.array([1, 2]), binomial_domain), [[1, 3], [2, 0]]
     )
     np.testing.assert_array_equal(
-        BetaBinomial().record_totals(np.array([1, 2]), binomial_domain), [4, 2]
-    )
-    np.testing.assert_array_equal(
         DirichletCategorical().record_statistics(np.array([2, 0]), RecordDomain(3)),
         [[0, 0, 1], [1, 0, 0]],
-    )
-    np.testing.assert_array_equal(
-        DirichletCategorical().record_totals(np.array([2, 0, 1]), RecordDomain(3)), [1, 1, 1]
     )
     # whole-number floats pass validation and index the one-hot rows
     np.testing.assert_array_equal(
