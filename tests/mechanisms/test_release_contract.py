@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from pymc_dp import BudgetExceededError, PrivacyLedger
+from pymc_dp import BudgetExceededError, InvalidPrivateDataError, PrivacyLedger
 from pymc_dp.accounting import epsilon_at
 from pymc_dp.ledger import PrivacyEvent, validate_delta
 from pymc_dp.mechanisms import gaussian, laplace
@@ -657,3 +657,18 @@ def test_a_last_draw_route_that_fails_after_sampling_leaves_no_draws_in_the_trac
                 found.append((tb.tb_frame.f_code.co_name, name))
         tb = tb.tb_next
     assert found == []
+
+
+# --- found by mutation re-run 5 (docs/mutation_testing.md) ---------------------------------
+def test_non_numeric_statistic_of_several_variables_names_them_comma_separated():
+    """The message lists the variables as "a, b" (and never quotes a value)."""
+    with pytest.raises(
+        InvalidPrivateDataError,
+        match=(
+            r"^statistic of a, b must be numbers, got an array of dtype 'U'; "
+            r"nothing was released$"
+        ),
+    ):
+        laplace.check_release_inputs(
+            np.array(["secret-7", "3.25"]), ["a", "b"], "replace-one", "numpy", None
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -108,3 +109,33 @@ def test_tight_temperature_is_capped_at_one():
 
     tight = calibrate_temperature_tight(events_at, 100.0, DELTA, basic_temperature=1.0)
     assert tight.temperature == 1.0 and tight.epsilon <= 20.0
+
+
+# --- found by mutation re-run 5 (docs/mutation_testing.md) ---------------------------------
+def test_bisected_tight_temperature_reports_the_delta_it_was_asked_for():
+    """k = 1000 releases of c/T at ε = 1 do not fit at T = 1, so T is bisected; the result
+    still carries the requested δ (the routes format it with ``:g``)."""
+    result = calibrate_temperature_tight(
+        lambda t: [_releases(1.0 / t, 1000)], 1.0, DELTA, basic_temperature=1000.0
+    )
+    assert result.temperature > 1.0
+    assert result.delta == DELTA and isinstance(result.delta, float)
+    assert (result.target_epsilon, result.basic_temperature) == (1.0, 1000.0)
+
+
+@pytest.mark.parametrize("rtol", [1e-3, 1e-2])
+def test_tight_bisection_stops_at_its_relative_precision(rtol):
+    """Bisection on log T halves log(high/low) per step, from log(basic_temperature) until
+    high/low <= 1 + rtol: at most ceil(log2(log(basic)/log(1 + rtol))) steps, plus the two
+    evaluations at the basic temperature and at T = 1 (docstring: it "stops when the two ends
+    are within a relative rtol"), not a bisection to the last float."""
+    basic = 1000.0
+    calls = []
+
+    def events_at(temperature):
+        calls.append(temperature)
+        return [_releases(1.0 / temperature, 1000)]
+
+    calibrate_temperature_tight(events_at, 1.0, DELTA, basic_temperature=basic, rtol=rtol)
+    steps = math.ceil(math.log2(math.log(basic) / math.log1p(rtol)))
+    assert len(calls) <= 2 + steps + 1  # one step of slack for rounding
