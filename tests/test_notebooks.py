@@ -12,7 +12,9 @@ kernel ``python3`` = the Python that runs ``jupyter``; outputs and figures are w
 and commit both files. (``jupytext --sync notebooks/NAME.py`` instead of ``--to ipynb`` keeps
 the old outputs, for an edit that does not need a re-run, e.g. of a markdown cell.) The
 notebooks are not executed here: that takes minutes; only :data:`EXECUTED_IN_CI` are (about a
-minute each).
+minute each, in the ``integration`` tier; 05 in ``slow``), in a kernel of the interpreter that
+runs pytest (:func:`_kernel_of_this_interpreter`), never one found through the user's Jupyter
+configuration.
 
 A notebook that saves files (06 saves its figures as PNGs) writes them to ``docs/results``, or
 to the directory named by the environment variable ``PYMC_DP_RESULTS`` when it is set. The
@@ -21,6 +23,8 @@ executions here set it to a temporary directory and check that ``docs/results`` 
 """
 
 import hashlib
+import json
+import sys
 from pathlib import Path
 
 import jupytext
@@ -117,9 +121,36 @@ def _snapshot(*directories: Path) -> dict[str, tuple[str, int]]:
     }
 
 
+KERNEL_NAME = "pymc-dp-test-interpreter"
+
+
+def _kernel_of_this_interpreter(directory: Path, monkeypatch) -> str:
+    """A kernel spec whose argv is ``sys.executable`` (the Python running pytest), put first on
+    ``JUPYTER_PATH``; returns its name. The ``python3`` spec resolves through the user's Jupyter
+    configuration, which may start another Python with another ``pymc_dp`` on its path."""
+    spec = directory / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.joinpath("kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "pytest's Python", "language": "python"})
+    )
+    monkeypatch.setenv("JUPYTER_PATH", str(directory))
+    return KERNEL_NAME
+
+
+def test_notebook_kernel_is_the_interpreter_running_pytest(tmp_path, monkeypatch):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    name = _kernel_of_this_interpreter(tmp_path, monkeypatch)
+    assert KernelSpecManager().get_kernel_spec(name).argv[0] == sys.executable
+
+
 @pytest.mark.parametrize(
     "stem",
-    [pytest.param(s, marks=pytest.mark.slow) if s in SLOW_NOTEBOOKS else s for s in EXECUTED_IN_CI],
+    [
+        pytest.param(s, marks=pytest.mark.slow if s in SLOW_NOTEBOOKS else pytest.mark.integration)
+        for s in EXECUTED_IN_CI
+    ],
 )
 def test_notebook_runs_top_to_bottom(stem, tmp_path, monkeypatch):
     """Run the paired script's cells in a fresh kernel, in ``notebooks/`` (its relative paths),
@@ -128,11 +159,13 @@ def test_notebook_runs_top_to_bottom(stem, tmp_path, monkeypatch):
     the run must leave ``docs/results`` and ``notebooks/`` untouched (bytes and mtimes)."""
     from nbclient import NotebookClient
 
-    monkeypatch.setenv(RESULTS_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(RESULTS_VARIABLE, str(tmp_path / "results"))
+    (tmp_path / "results").mkdir()
+    kernel = _kernel_of_this_interpreter(tmp_path / "jupyter", monkeypatch)
     before = _snapshot(ROOT / "docs" / "results", NOTEBOOKS)
     nb = jupytext.read(NOTEBOOKS / f"{stem}.py")
     client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+        nb, timeout=600, kernel_name=kernel, resources={"metadata": {"path": str(NOTEBOOKS)}}
     )
     client.execute()
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -144,4 +177,6 @@ def test_notebook_runs_top_to_bottom(stem, tmp_path, monkeypatch):
     )
     assert not changed, f"running {stem} modified the repository: {changed}"
     if RESULTS_VARIABLE in "".join(c.source for c in code):
-        assert any(tmp_path.iterdir()), f"{stem} reads {RESULTS_VARIABLE} but saved nothing there"
+        assert any((tmp_path / "results").iterdir()), (
+            f"{stem} reads {RESULTS_VARIABLE} but saved nothing there"
+        )
