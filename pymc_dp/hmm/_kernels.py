@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "KERNELS",
     "count_records",
     "ffbs_regions",
     "latent_count_draw",
@@ -456,3 +457,14 @@ def noise_aware_marginal_loglik(
         for k in range(n_states):
             loglik[i, k] -= shrink * rate[i] * zero_mass[i, k]
     return loglik
+
+
+KERNELS = (
+    count_records,
+    ffbs_regions,
+    sample_latent_counts,
+    noise_aware_loglik,
+    state_sums,
+    noise_aware_marginal_loglik,
+)
+"""The entry points the HMM route calls (:func:`pymc_dp.compiling.numba_needs_compiling`)."""

@@ -14,6 +14,8 @@ import pymc as pm
 import xarray as xr
 
 from pymc_dp.analysis import Recognised
+from pymc_dp.compiling import announce, numba_needs_compiling
+from pymc_dp.hmm._kernels import KERNELS
 from pymc_dp.hmm.cells import CellCounts, release_event_of, validate_counts
 from pymc_dp.hmm.privacy import (
     PROJECTIONS,
@@ -156,6 +158,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             variables=spec.variable_names,
             projection=projection,
         )
+        _announce_kernels()
         idata, released = _sample_laplace(spec, noisy, request.draws, method, inference, kwargs)
         idata[RELEASED_GROUP] = released
         idata[RELEASED_GROUP].attrs["inference"] = inference
@@ -170,6 +173,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
             f"the HMM's mechanism={mechanism!r} is pure ε-DP: delta must be 0, or ask for "
             "accounting='tight'. Nothing was sampled."
         )
+    _announce_kernels()
     if mechanism == "gibbs-exponential":
         return _sample_exponential_gibbs(
             spec, request.draws, epsilon, neighbouring, ledger, request.noise_rng, kwargs, delta
@@ -177,6 +181,11 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     return _sample_ops(
         spec, request.draws, epsilon, neighbouring, ledger, method, request.noise_rng, kwargs, delta
     )
+
+
+def _announce_kernels() -> None:
+    """Say so before sampling when the HMM's numba kernels compile (first run on a machine)."""
+    announce("the naive-Bayes HMM's numba kernels", numba_needs_compiling(*KERNELS))
 
 
 def _validated_raw_counts(counts: CellCounts) -> CellCounts:
