@@ -9,6 +9,11 @@ kernel ``python3`` = the Python that runs ``jupyter``; outputs and figures are w
     .venv/bin/jupytext --to ipynb notebooks/NAME.py
     .venv/bin/jupyter execute --inplace notebooks/NAME.ipynb
 
+then strip the machine paths its warnings printed (``scripts/strip_notebook_paths.py``; a
+committed output may hold none, :func:`test_committed_outputs_hold_no_machine_paths`)::
+
+    .venv/bin/python scripts/strip_notebook_paths.py
+
 and commit both files. (``jupytext --sync notebooks/NAME.py`` instead of ``--to ipynb`` keeps
 the old outputs, for an edit that does not need a re-run, e.g. of a markdown cell.) The
 notebooks are not executed here: that takes minutes; only :data:`EXECUTED_IN_CI` are (about a
@@ -23,6 +28,7 @@ executions here set it to a temporary directory and check that ``docs/results`` 
 """
 
 import hashlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -53,6 +59,15 @@ SLOW_NOTEBOOKS = {"05_calibrated_posteriors"}
 RESULTS_VARIABLE = "PYMC_DP_RESULTS"
 """Environment variable naming the directory a notebook saves its files to (default
 ``docs/results``)."""
+
+
+def _strip_notebook_paths():
+    """``scripts/strip_notebook_paths.py`` as a module (the one definition of a machine path)."""
+    path = ROOT / "scripts" / "strip_notebook_paths.py"
+    spec = importlib.util.spec_from_file_location("strip_notebook_paths", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _cells(nb):
@@ -105,6 +120,32 @@ def test_committed_notebook_is_executed_with_figures_and_no_errors(stem):
     assert not errors, [f"{o.ename}: {o.evalue}" for o in errors]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= MIN_FIGURES[stem]
     assert "RESULTS_DISCUSSION" not in "".join(c.source for c in nb.cells)
+
+
+@pytest.mark.parametrize("stem", list(MIN_FIGURES))
+def test_committed_outputs_hold_no_machine_paths(stem):
+    """No output of a committed notebook names a file of the machine that executed it (a
+    warning's ``/home/…/site-packages/…`` path): ``scripts/strip_notebook_paths.py`` strips
+    them."""
+    nb = json.loads((NOTEBOOKS / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    found = _strip_notebook_paths().machine_paths(nb)
+    assert not found, (
+        f"machine paths in the outputs of notebooks/{stem}.ipynb (cell, line): {found}; run "
+        f"scripts/strip_notebook_paths.py"
+    )
+
+
+def test_machine_path_check_catches_and_strips_a_warning_path():
+    strip = _strip_notebook_paths()
+    line = "/home/u/p/.venv/lib/python3.12/site-packages/pymc/x.py:7: UserWarning: w\n"
+    nb = {"cells": [{"cell_type": "code", "outputs": [{"output_type": "stream", "text": [line]}]}]}
+    assert strip.machine_paths(nb) == [(0, line.strip())]
+    assert strip.machine_paths(strip.strip(nb)) == []
+    assert nb["cells"][0]["outputs"][0]["text"] == ["pymc/x.py:7: UserWarning: w\n"]
+    for text in ("/work/main/x.py", "C:\\Users\\me\\x.py", "/tmp/abc/y.csv", "/root/.cache"):
+        assert strip.MACHINE_PATH.search(text), text
+    for text in ("docs/results/x.png", "ε/δ = 1/2", "a ratio 3/tmp", "https://x.org/home/"):
+        assert not strip.MACHINE_PATH.search(text), text
 
 
 def _snapshot(*directories: Path) -> dict[str, tuple[str, int]]:
