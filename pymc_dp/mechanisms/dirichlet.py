@@ -472,6 +472,16 @@ def release_ehd(
         For an invalid α or ε, or an infeasible R_α (> :data:`MAX_CANDIDATES`).
     BudgetExceededError
         If the release would exceed the ledger's budget. Nothing is drawn.
+
+    Examples
+    --------
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_ehd
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> counts, prior = [3, 5, 2], [1.0, 1.0, 1.0]  # private counts, public Dirichlet prior
+    >>> alpha = release_ehd(counts, prior, epsilon=1.0, ledger=ledger)
+    >>> alpha.shape, ledger.epsilon, ledger.events[0].mechanism
+    ((3,), 1.0, 'dirichlet-ehd')
     """
     return _release_exponential(
         counts,
@@ -517,6 +527,16 @@ def release_ehds(
     -------
     ndarray of float64, shape (k,)
         α̃ ∈ R_α.
+
+    Examples
+    --------
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_ehds
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> counts, prior = [3, 5, 2], [1.0, 1.0, 1.0]  # private counts, public Dirichlet prior
+    >>> alpha = release_ehds(counts, prior, epsilon=1.0, ledger=ledger)
+    >>> alpha.shape, ledger.epsilon, ledger.events[0].mechanism
+    ((3,), 1.0, 'dirichlet-ehds')
     """
     gamma = _check_gamma(gamma)
     return _release_exponential(
@@ -632,6 +652,16 @@ def release_lshist(
     ------
     InvalidPrivateDataError, ValueError, BudgetExceededError
         As :func:`release_ehd` (and an ``rng`` with OpenDP); nothing is charged on bad input.
+
+    Examples
+    --------
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_lshist
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> counts, prior = [3, 5, 2], [1.0, 1.0, 1.0]  # private counts, public Dirichlet prior
+    >>> alpha = release_lshist(counts, prior, epsilon=1.0, ledger=ledger)
+    >>> alpha.shape, ledger.epsilon, ledger.events[0].mechanism
+    ((3,), 1.0, 'laplace')
     """
     counts, alpha = _check_histogram(counts, alpha, variables)
     s = lshist_scale_sensitivity(alpha.size)
@@ -659,6 +689,16 @@ def release_lsdim(
     the full ε for more noise than LSHist whenever |𝒳| > s. The event records the
     calibration sensitivity |𝒳| (an upper bound on the true s). Parameters, returns and
     errors as :func:`release_lshist`.
+
+    Examples
+    --------
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_lsdim
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> counts, prior = [3, 5, 2], [1.0, 1.0, 1.0]  # private counts, public Dirichlet prior
+    >>> alpha = release_lsdim(counts, prior, epsilon=1.0, ledger=ledger)
+    >>> alpha.shape, ledger.epsilon, ledger.events[0].mechanism
+    ((3,), 1.0, 'laplace')
     """
     counts, alpha = _check_histogram(counts, alpha, variables)
     return _release_laplace_histogram(

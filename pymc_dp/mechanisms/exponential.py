@@ -73,6 +73,13 @@ class TemperatureCalibration:
     epsilon : float
         The ε actually spent, n·cost/T: the target when T > 1, n·cost (< target) when T is
         capped at 1. This, not the target, is what a ledger is charged.
+
+    Examples
+    --------
+    >>> from pymc_dp.mechanisms import calibrate_temperature
+    >>> calibration = calibrate_temperature(4.0, 1.0, 3)  # 2Δ = 4, three draws at ε = 1
+    >>> calibration.temperature, calibration.epsilon
+    (12.0, 1.0)
     """
 
     cost_at_unit_temperature: float
@@ -140,6 +147,7 @@ def calibrate_temperature(
 
     Examples
     --------
+    >>> from pymc_dp.mechanisms import calibrate_temperature
     >>> calibrate_temperature(4.0, 1.0, 3).temperature   # 2Δ = 4, three draws at ε = 1
     12.0
     >>> calibrate_temperature(0.25, 1.0, 2).epsilon       # capped: T = 1 spends 0.5 < 1
@@ -201,6 +209,13 @@ def gibbs_posterior_inverse_temperature(
     ------
     ValueError
         If ε, L or m_π is not finite and > 0, or δ is not in (0, 1).
+
+    Examples
+    --------
+    >>> from pymc_dp.mechanisms import gibbs_posterior_inverse_temperature
+    >>> beta = gibbs_posterior_inverse_temperature(1.0, 1e-5, lipschitz=1.0, strong_convexity=1.0)
+    >>> round(beta, 4)
+    0.102
     """
     epsilon = validate_epsilon(epsilon)
     delta = validate_delta(delta, positive=True)

@@ -104,6 +104,13 @@ class GaussianCalibration:
         Steinke 2020, Cor. 13), at most the requested ε.
     sensitivity : float
         Δ₂, the L2 sensitivity the noise is calibrated to.
+
+    Examples
+    --------
+    >>> from pymc_dp.mechanisms import gaussian_calibration
+    >>> calibration = gaussian_calibration(sensitivity=1.0, epsilon=1.0, delta=1e-5)
+    >>> round(calibration.scale, 3), round(calibration.rho, 4)  # σ, and ρ = Δ₂²/(2σ²)
+    (4.045, 0.0306)
     """
 
     scale: float
@@ -140,6 +147,13 @@ def gaussian_calibration(sensitivity: float, epsilon: float, delta: float) -> Ga
     ------
     ValueError
         If ``sensitivity`` or ``epsilon`` is not finite and > 0, or ``delta`` is not in (0, 1).
+
+    Examples
+    --------
+    >>> from pymc_dp.mechanisms import gaussian_calibration
+    >>> calibration = gaussian_calibration(sensitivity=1.0, epsilon=1.0, delta=1e-5)
+    >>> round(calibration.scale, 3), round(calibration.rho, 4)  # σ, and ρ = Δ₂²/(2σ²)
+    (4.045, 0.0306)
     """
     epsilon = validate_epsilon(epsilon)
     sensitivity = validate_epsilon(sensitivity, "sensitivity")
@@ -230,6 +244,18 @@ def release_gaussian(
         If the release would exceed the ledger's budget (its δ included).
     ValueError
         If epsilon, delta, sensitivity, neighbouring or backend is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_gaussian
+    >>> ledger = pymc_dp.PrivacyLedger(budget=(1.0, 1e-5))
+    >>> noisy = release_gaussian(np.array([12.0, 30.0]), sensitivity=1.0, epsilon=1.0,
+    ...                          delta=1e-5, ledger=ledger, neighbouring="replace-one",
+    ...                          variables=("y",), statistic="counts of y")
+    >>> noisy.shape, ledger.events[0].mechanism, ledger.remaining()
+    ((2,), 'gaussian', (0.0, 0.0))
     """
     array = check_release_inputs(values, variables, neighbouring, backend, rng)
     calibration = gaussian_calibration(sensitivity, epsilon, delta)

@@ -56,6 +56,12 @@ def laplace_scale(sensitivity: float, epsilon: float, backend: NoiseBackend = "o
     ------
     ValueError
         If ``sensitivity`` or ``epsilon`` is not finite and > 0, or the backend is unknown.
+
+    Examples
+    --------
+    >>> from pymc_dp.mechanisms import laplace_scale
+    >>> laplace_scale(2.0, 0.5)  # b = sensitivity / ε
+    4.0
     """
     epsilon = validate_epsilon(epsilon)
     sensitivity = validate_epsilon(sensitivity, "sensitivity")
@@ -132,6 +138,28 @@ def release_laplace(
         If the release would exceed the ledger's budget.
     ValueError
         If epsilon, sensitivity, neighbouring or backend is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_laplace
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> counts = np.array([12.0, 30.0])  # h(X): one count per outcome, sensitivity 1
+    >>> noisy = release_laplace(counts, sensitivity=1.0, epsilon=0.5, ledger=ledger,
+    ...                         neighbouring="replace-one", variables=("y",),
+    ...                         statistic="counts of y")
+    >>> noisy.shape, ledger.epsilon, ledger.events[0].noise_scale
+    ((2,), 0.5, 2.0)
+
+    A release over the budget raises before any noise is drawn:
+
+    >>> release_laplace(counts, sensitivity=1.0, epsilon=0.75, ledger=ledger,
+    ...                 neighbouring="replace-one", variables=("y",), statistic="counts of y")
+    Traceback (most recent call last):
+    ...
+    pymc_dp.errors.BudgetExceededError: release of (epsilon=0.75, delta=0) would bring the total
+    to (epsilon=1.25, delta=0), over the budget (epsilon=1, delta=0); nothing was released
     """
     array = check_release_inputs(values, variables, neighbouring, backend, rng)
     scale = laplace_scale(sensitivity, epsilon, backend)
