@@ -76,7 +76,7 @@ Which events are identified (default deny)
 ------------------------------------------
 An event is accounted tightly only if its mechanism is recognised *and* its fields are
 consistent with that mechanism; otherwise it is accounted by basic composition only, whatever
-the rest of the ledger (its index is in :attr:`Composition.basic_only`). An event stands for
+the rest of the ledger (its index is in ``Composition.basic_only``). An event stands for
 ``compositions`` = k ≥ 1 identical adaptive releases, each costing (ε/k, δ/k) (k = 1 unless
 the route recorded more).
 
@@ -108,7 +108,7 @@ the route recorded more).
   recorded (ε, δ) is an (ε, δ)-DP guarantee per release and nothing finer is used (advanced
   and PLD composition of (ε, δ)-DP mechanisms).
 * Anything else — another mechanism name, an inconsistent field, a bare cost passed to
-  :meth:`~pymc_dp.ledger.PrivacyLedger.check` — is accounted by basic composition only.
+  :meth:`~pymc_dp.PrivacyLedger.check` — is accounted by basic composition only.
 
 Unidentified events in a tight accounting. Let U be the unidentified events, with ε_U and δ_U
 their basic totals, and A the others. A tight accounting gives ε_A(δ − δ_U) + ε_U. Proof:
@@ -212,7 +212,7 @@ _BISECTION_STEPS = 100
 class Composition:
     """The tightest valid total ε of a sequence of releases at one δ, and how it was found.
 
-    Made by :func:`epsilon_at` (and :meth:`pymc_dp.ledger.PrivacyLedger.epsilon_at`). The
+    Made by :func:`epsilon_at` (and :meth:`pymc_dp.PrivacyLedger.epsilon_at`). The
     releases are (``epsilon``, ``delta``)-DP under the events' neighbouring relation, by the
     accounting ``method``.
 
@@ -231,7 +231,7 @@ class Composition:
         present (``inf`` when the deltas add up to more than ``delta``).
     basic_epsilon, basic_delta : float
         The basic totals (sequential, parallel within partitions): what
-        :attr:`~pymc_dp.ledger.PrivacyLedger.epsilon` and ``delta`` report.
+        :attr:`~pymc_dp.PrivacyLedger.epsilon` and ``delta`` report.
     basic_only : tuple of int
         Indices of the events accounted by basic composition only (mechanism not identified,
         or inconsistent fields); all of them when the tight accountings do not apply.

@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = ["DEFAULT_INFERENCE", "INFERENCES", "check_inference"]
 
 INFERENCES: tuple[str, ...] = ("noise-aware", "plugin")
+"""The readings of a Laplace release ``pymc_dp.sample(inference=...)`` takes."""
 DEFAULT_INFERENCE = "noise-aware"
 """What ``pymc_dp.sample(mechanism="laplace")`` does when ``inference`` is not given."""
 

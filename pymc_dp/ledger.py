@@ -201,6 +201,15 @@ class PrivacyEvent:
         Gaussian mechanism, ρ = Δ₂²/(2σ²) per release (Prop. 1.6), whose (epsilon, delta) is
         the conversion of ρ at delta (:mod:`pymc_dp.mechanisms.gaussian`). None for every
         other mechanism, and then not serialised (the JSON of older events is unchanged).
+
+    Examples
+    --------
+    >>> from pymc_dp import PrivacyEvent
+    >>> event = PrivacyEvent(mechanism="laplace", epsilon=1.0, delta=0.0, sensitivity=1.0,
+    ...                      neighbouring="replace-one", variables=("y",),
+    ...                      noise_backend="opendp", noise_scale=1.0, statistic="count of y")
+    >>> event.epsilon, event.noise_scale, event.neighbouring
+    (1.0, 1.0, 'replace-one')
     """
 
     mechanism: str
@@ -333,6 +342,22 @@ class PrivacyLedger:
     bare cost (:meth:`check`, :meth:`check_all`) is accounted by basic composition on top of
     the tight total of the events already recorded. The tight figures assume the releases'
     parameters are not chosen after seeing earlier outputs (see :mod:`pymc_dp.accounting`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc_dp
+    >>> from pymc_dp.mechanisms import release_laplace
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> _ = release_laplace(np.array([3.0]), sensitivity=1.0, epsilon=0.25, ledger=ledger,
+    ...                     neighbouring="replace-one", variables=("y",), statistic="count of y")
+    >>> ledger
+    PrivacyLedger(events=1, epsilon=0.25, delta=0, budget=(1, 0), composition=...)
+    >>> ledger.remaining()
+    (0.75, 0.0)
+
+    The ledger of a private trace is read back with
+    ``pymc_dp.PrivacyLedger.from_datatree(idata)`` (:func:`pymc_dp.sample`).
     """
 
     composition = "sequential; parallel within partitions"
@@ -410,9 +435,13 @@ class PrivacyLedger:
 
         Examples
         --------
-        >>> ledger = PrivacyLedger(events=laplace_events)  # doctest: +SKIP
-        >>> ledger.epsilon, ledger.epsilon_at(1e-6).epsilon  # 100 releases at ε = 1
-        (100.0, 71.546...)
+        >>> from pymc_dp import PrivacyEvent, PrivacyLedger
+        >>> laplace = PrivacyEvent(mechanism="laplace", epsilon=1.0, delta=0.0, sensitivity=1.0,
+        ...                        neighbouring="add-remove-one", variables=("y",),
+        ...                        noise_backend="opendp", noise_scale=1.0)
+        >>> ledger = PrivacyLedger(events=[laplace] * 100)  # 100 releases at ε = 1
+        >>> ledger.epsilon, round(ledger.epsilon_at(1e-6).epsilon, 1)
+        (100.0, 71.5)
         """
         return _epsilon_at(self._events, delta)
 

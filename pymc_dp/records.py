@@ -17,16 +17,15 @@ dimensions, so the model is written exactly as for in-memory records::
         pm.Bernoulli("searched", p=rate[race], observed=searched)
         idata = pymc_dp.sample(1000, epsilon=1.0)
 
-The recogniser (:mod:`pymc_dp.analysis`) finds the likelihoods as for in-memory arrays; the
-links it finds hold :class:`DaskRecords` handles instead of arrays. :func:`summarise` then
+The recogniser (:mod:`pymc_dp.analysis`) finds the likelihoods as for in-memory arrays; the links it
+finds hold :class:`DaskRecords` handles instead of arrays. :func:`~pymc_dp.records.summarise` then
 makes **one pass** over each Dask collection (every likelihood reading the same DataFrame is
-summarised from the same read of each partition): in each partition it binds the columns to
-an in-memory copy of the link and runs that family's own validation and statistics, so the
-statistics are exactly those of the in-memory path (a sum over partitions of sums over
-records). Only the per-partition sums, record counts and error messages (counts, never
-values) leave the workers; they are added up in the client and kept in the link's
-:class:`~pymc_dp.families.base.RecordSummary`. The release, the ledger and the sampler are
-those of the in-memory path.
+summarised from the same read of each partition): in each partition it binds the columns to an
+in-memory copy of the link and runs that family's own validation and statistics, so the statistics
+are exactly those of the in-memory path (a sum over partitions of sums over records). Only the
+per-partition sums, record counts and error messages (counts, never values) leave the workers; they
+are added up in the client and kept in the link's :class:`~pymc_dp.families.base.RecordSummary`. The
+release, the ledger and the sampler are those of the in-memory path.
 
 What Dask sees: the raw records (it reads them, on this machine or on a cluster's workers).
 What leaves Dask: per-partition sums of the statistics and record counts (the exact, private
@@ -70,7 +69,7 @@ class DaskRecords:
     """Handle on private records in a Dask collection: what a :func:`Data` container holds.
 
     The recogniser reads it where it would read an in-memory array (``ndim``, ``shape``,
-    ``reshape(-1)``); only :func:`summarise` reads the records.
+    ``reshape(-1)``); only :func:`~pymc_dp.records.summarise` reads the records.
 
     Attributes
     ----------
@@ -145,11 +144,11 @@ def Data(  # named after pm.Data, which it stands in for
     """A ``pm.Data`` container whose private records live in a Dask collection.
 
     Use it wherever an in-memory model reads records with ``pm.Data``: observed values
-    (``observed=pymc_dp.Data("y", frame)``), group labels (``p[pymc_dp.Data("g", frame)]``)
-    and a regression's covariates (``pymc_dp.Data("X", frame, columns=[...]) @ beta``). The
-    records are private (they cannot be declared ``public``); nothing in the model reads
-    them: the container is empty, and :func:`summarise` computes the statistics in one pass
-    over the collection when ``pymc_dp.sample`` validates.
+    (``observed=pymc_dp.Data("y", frame)``), group labels (``p[pymc_dp.Data("g", frame)]``) and a
+    regression's covariates (``pymc_dp.Data("X", frame, columns=[...]) @ beta``). The records are
+    private (they cannot be declared ``public``); nothing in the model reads them: the container is
+    empty, and :func:`~pymc_dp.records.summarise` computes the statistics in one pass over the
+    collection when ``pymc_dp.sample`` validates.
 
     Parameters
     ----------
@@ -554,12 +553,12 @@ def _compute(tasks: list, progressbar: bool) -> list:
 def summarise(links: Mapping[str, Link], *, progressbar: bool = False) -> dict[str, Link]:
     """Validate every link; summarise the Dask-backed ones in one pass over their records.
 
-    In-memory links are validated (:meth:`ConjugateLink.validate`,
-    :meth:`BoundedLink.validate`) and returned as they are. Dask-backed links are read
-    partition by partition: each partition is bound to an in-memory copy of the link, which
-    its family validates and sums exactly as the in-memory path does; the sums are added up
-    and the link is returned with its :class:`~pymc_dp.families.base.RecordSummary`. All
-    links on one DataFrame share one read of each partition; every collection is read in one
+    In-memory links are validated (:meth:`~pymc_dp.ConjugateLink.validate`,
+    :meth:`~pymc_dp.families.bounded.BoundedLink.validate`) and returned as they are. Dask-backed
+    links are read partition by partition: each partition is bound to an in-memory copy of the link,
+    which its family validates and sums exactly as the in-memory path does; the sums are added up
+    and the link is returned with its :class:`~pymc_dp.families.base.RecordSummary`. All links on
+    one DataFrame share one read of each partition; every collection is read in one
     ``dask.compute``.
 
     Parameters

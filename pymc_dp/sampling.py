@@ -5,7 +5,7 @@ what the model is — refusing anything that reads private data outside a mechan
 route up in the one table (:data:`pymc_dp.routes.ROUTES`), and attaches this run's ledger to
 the trace the route returns. The routes own the rest of the data path: check the budget,
 record the event, release, sample, strip. The route runs inside the ledger's
-:meth:`~pymc_dp.ledger.PrivacyLedger.hold`, which for a persisted
+:meth:`~pymc_dp.PrivacyLedger.hold`, which for a persisted
 :class:`~pymc_dp.session.PrivacySession` is its file lock: no other process charges the
 session between the route's budget check and its last charge.
 """

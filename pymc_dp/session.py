@@ -106,12 +106,12 @@ class PrivacySession(PrivacyLedger):
     assumes every writer goes through this class (the lock is advisory) and a filesystem
     where ``flock`` and ``fsync`` work (local disks; not every network filesystem).
 
-    :attr:`events`, :attr:`epsilon` and :attr:`delta` show the file as of the last read
-    (at opening, and at every check, charge, :meth:`hold` or :meth:`verify`); call
-    :meth:`verify` for the current state. Functions that read a ledger's last events after
-    charging it (``PrivateConjugateGibbs``, ``pymc_dp.hmm.release_cell_counts``) must run
-    inside ``with session.hold():`` when other processes may charge the same file;
-    :func:`pymc_dp.sample` holds the session for its whole run.
+    :attr:`~pymc_dp.PrivacyLedger.events`, :attr:`~pymc_dp.PrivacyLedger.epsilon` and
+    :attr:`~pymc_dp.PrivacyLedger.delta` show the file as of the last read (at opening, and at every
+    check, charge, :meth:`hold` or :meth:`verify`); call :meth:`verify` for the current state.
+    Functions that read a ledger's last events after charging it (``PrivateConjugateGibbs``,
+    ``pymc_dp.hmm.release_cell_counts``) must run inside ``with session.hold():`` when other
+    processes may charge the same file; :func:`pymc_dp.sample` holds the session for its whole run.
 
     A session pickles as its path, dataset, budget and last-read events (no lock), so steps
     holding it can be sent to PyMC's worker processes; an unpickled copy re-reads and
@@ -221,7 +221,7 @@ class PrivacySession(PrivacyLedger):
         Returns
         -------
         PrivacyEvent
-            ``event`` (the same object, now also last in :attr:`events`).
+            ``event`` (the same object, now also last in :attr:`~pymc_dp.PrivacyLedger.events`).
 
         Raises
         ------
@@ -246,17 +246,29 @@ class PrivacySession(PrivacyLedger):
     def hold(self) -> Iterator[PrivacySession]:
         """Hold the session's lock for a run of checks and charges (reentrant).
 
-        Inside the block no other process can charge the file, so a run that checked its
-        whole cost (``check_all``) is charged in full, and :attr:`events` grows only by this
-        run's charges. :func:`pymc_dp.sample` holds the session from its budget check to its
+        Inside the block no other process can charge the file, so a run that checked its whole cost
+        (``check_all``) is charged in full, and :attr:`~pymc_dp.PrivacyLedger.events` grows only by
+        this run's charges. :func:`pymc_dp.sample` holds the session from its budget check to its
         last charge. Keep the block short: other processes wait for it.
 
         Examples
         --------
-        >>> with session.hold():  # doctest: +SKIP
+        Two releases that must both fit, or neither happen:
+
+        >>> import numpy as np
+        >>> import pymc_dp
+        >>> from pymc_dp.mechanisms import release_laplace
+        >>> session = pymc_dp.PrivacySession("clinic.ledger", "clinic-2024", budget=1.0)
+        >>> with session.hold():
         ...     session.check_all([(0.5, 0.0), (0.25, 0.0)])
-        ...     first = release_laplace(s1, epsilon=0.5, ledger=session, ...)
-        ...     second = release_laplace(s2, epsilon=0.25, ledger=session, ...)
+        ...     first = release_laplace(np.array([3.0]), sensitivity=1.0, epsilon=0.5,
+        ...                             ledger=session, neighbouring="replace-one",
+        ...                             variables=("y",), statistic="count of y")
+        ...     second = release_laplace(np.array([7.0]), sensitivity=1.0, epsilon=0.25,
+        ...                              ledger=session, neighbouring="replace-one",
+        ...                              variables=("z",), statistic="count of z")
+        >>> session.epsilon
+        0.75
         """
         with self._locked():
             yield self

@@ -207,6 +207,19 @@ def analyse_model(
     ValueError
         For ``max_trials``, ``data_bounds`` or ``clamp_to_bounds`` naming unknown variables
         or variables they do not apply to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> link.observed, link.prior, link.n_groups
+    ('y', 'p', 1)
     """
     max_trials = dict(max_trials or {})
     data_bounds = dict(data_bounds or {})
@@ -292,7 +305,8 @@ class DirichletPosteriorBlock:
 
     @property
     def priors(self) -> tuple[str, ...]:
-        """The variable the private step samples (as :class:`TemperedModel.priors`)."""
+        """The variable the private step samples (as the ``priors`` of a
+        :class:`~pymc_dp.analysis.tempered.TemperedModel`)."""
         return (self.link.prior,)
 
 

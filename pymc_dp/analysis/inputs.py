@@ -272,11 +272,11 @@ def refuse_private_reads(
 
     ``handled`` names the variables a mechanism releases: the observed likelihoods of the
     route's blocks (each may read its own records, group labels and per-record trials, and
-    nothing else private: :func:`claimed_reads`), and the HMM's cell potential (built by
-    pymc_dp from the count tensor). ``claims`` adds, per handled likelihood, other graph
-    inputs its mechanism releases (a regression's covariates). Everything else — free
-    variables (their priors and log-densities), Deterministics, Potentials, other
-    likelihoods — must read only public arrays and design constants.
+    nothing else private: :func:`~pymc_dp.analysis.inputs.claimed_reads`), and the HMM's
+    cell potential (built by pymc_dp from the count tensor). ``claims`` adds, per handled
+    likelihood, other graph inputs its mechanism releases (a regression's covariates).
+    Everything else — free variables (their priors and log-densities), Deterministics,
+    Potentials, other likelihoods — must read only public arrays and design constants.
 
     Raises
     ------

@@ -92,6 +92,21 @@ def build_private_model(
         needed by the remaining model (pymc_dp treats data containers as private).
     ValueError
         For an unknown ``inference``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> released = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=pymc_dp.PrivacyLedger())
+    >>> private_model = pymc_dp.build_private_model(model, [released])
+    >>> [v.name for v in private_model.free_RVs], private_model.observed_RVs  # no raw records
+    (['p'], [])
     """
     check_inference(inference)
     releases = list(releases)
@@ -128,10 +143,11 @@ def add_released_likelihood(
 ) -> Variable:
     """Add a bounded family's release to ``private`` as the potential ``<observed>_released``.
 
-    The family writes the potential (:meth:`~pymc_dp.families.bounded.BoundedFamily.
-    plugin_log_likelihood` or :meth:`~pymc_dp.families.bounded.BoundedFamily.
-    noise_aware_log_likelihood`) on the parameter graphs of ``source`` moved into
-    ``private``; the released values live in data containers (module docstring).
+    The family writes the potential
+    (:meth:`~pymc_dp.families.bounded.BoundedFamily.plugin_log_likelihood` or
+    :meth:`~pymc_dp.families.bounded.BoundedFamily.noise_aware_log_likelihood`) on the
+    parameter graphs of ``source`` moved into ``private``; the released values live in data
+    containers (module docstring).
 
     Raises
     ------

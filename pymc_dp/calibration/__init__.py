@@ -95,7 +95,7 @@ def coverage_rows(
     Returns one row per (parameter, method) with ``coverage``, its binomial standard error
     ``coverage_se`` = √(c(1 − c)/m) over the m scored intervals, ``mean_width`` and
     ``n_datasets``. ``sampler`` picks the NUTS of the bounded families
-    (:func:`pymc_dp.calibration.bounded.bounded_study`).
+    (``pymc_dp.calibration.bounded.bounded_study``).
     """
     if family not in FAMILIES_STUDIED:
         raise ValueError(f"family must be one of {sorted(FAMILIES_STUDIED)}, got {family!r}")

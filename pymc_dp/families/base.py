@@ -126,7 +126,8 @@ class ConjugateFamily(ABC):
         """sup_x ||S(x)||_2 = max trials: S(x) ≥ 0 has ||S||₂ ≤ ||S||₁ ≤ M, with equality when
         all M trials fall in one component (S = M·e_j).
 
-        The L2 sensitivity of a released table follows (:func:`table_l2_sensitivity`)."""
+        The L2 sensitivity of a released table follows
+        (:func:`~pymc_dp.families.base.table_l2_sensitivity`)."""
         return float(domain.max_trials)
 
 
@@ -249,6 +250,21 @@ class ConjugateLink:
     summary : RecordSummary or None
         The validated exact statistics when the records live in a Dask collection (then
         ``data`` and ``groups`` are handles on it, :class:`pymc_dp.records.DaskRecords`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> link.observed, link.prior, link.n_groups
+    ('y', 'p', 1)
+    >>> pymc_dp.sufficient_statistics(link).shape  # one row per group: (successes, failures)
+    (1, 2)
     """
 
     observed: str

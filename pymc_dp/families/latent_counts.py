@@ -369,8 +369,8 @@ def count_window(
     """Integers lo (B,) and log-weights (B, L) of the window x = lo + 0..L−1 of each target.
 
     Padding beyond a target's window is −inf. The window starts at the Laplace kinks ± w0
-    (:func:`_initial_half_width`), clipped to the support, and each side at which the bound of
-    :func:`_tail_bounds` on the omitted mass exceeds tol/2 of the enumerated mass doubles
+    (``_initial_half_width``), clipped to the support, and each side at which the bound of
+    ``_tail_bounds`` on the omitted mass exceeds tol/2 of the enumerated mass doubles
     (O(log) rounds when the Gamma terms pull the mass away from the kinks). On return the
     omitted mass is at most ``tol`` times the total: the truncated distribution is within
     ``tol`` of the exact one in total variation.

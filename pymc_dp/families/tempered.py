@@ -126,7 +126,7 @@ def tempered_draw(
 
     Returns
     -------
-    ndarray, shape (*size, G) or (G, K)
+    ndarray, shape ``(*size, G)`` or ``(G, K)``
     """
     parameters = tempered_parameters(kind, prior_parameters, statistics, temperature, part)
     if kind == "dirichlet":

@@ -10,7 +10,7 @@
 * :mod:`~pymc_dp.routes.hmm` — the private sampling behind :func:`pymc_dp.sample`.
 
 The PyMC model is :func:`pymc_dp.models.naive_bayes_hmm`; its step method is
-:class:`pymc_dp.steps.NaiveBayesHMMGibbs`.
+:class:`pymc_dp.NaiveBayesHMMGibbs`.
 """
 
 from pymc_dp.hmm.cells import CellCounts, cell_counts, cell_counts_from_frame, validate_counts

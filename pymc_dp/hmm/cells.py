@@ -61,8 +61,9 @@ class CellCounts:
         The counts are validated as released counts (finite; may be fractional or negative)
         rather than as raw counts of records. A flag anyone can set: it does not make counts
         private. Only :func:`pymc_dp.hmm.release_cell_counts` marks the counts it returns as
-        a release (:func:`release_event_of`), and only such counts may be sampled by
-        ``pm.sample`` with :class:`~pymc_dp.NaiveBayesHMMGibbs` outside ``pymc_dp.sample``.
+        a release (:func:`~pymc_dp.hmm.cells.release_event_of`), and only such counts may be
+        sampled by ``pm.sample`` with :class:`~pymc_dp.NaiveBayesHMMGibbs` outside
+        ``pymc_dp.sample``.
 
     Raw counts (``noisy=False``) must be non-negative integers whose per-feature sums agree
     in every cell: each record contributes exactly one count per feature, which the release's
@@ -124,7 +125,8 @@ class CellCounts:
         """The same grid with other counts (e.g. with held-out cells zeroed).
 
         ``noisy`` defaults to this object's flag (the validation the counts get). The result
-        is never a release, whatever the counts (:func:`release_event_of` is None): only
+        is never a release, whatever the counts
+        (:func:`~pymc_dp.hmm.cells.release_event_of` is None): only
         :func:`pymc_dp.hmm.release_cell_counts` returns released counts.
         """
         return replace(self, counts=counts, noisy=self.noisy if noisy is None else noisy)
@@ -161,7 +163,8 @@ def _mark_released(counts: CellCounts, event: PrivacyEvent) -> CellCounts:
 
     Called by :func:`pymc_dp.hmm.release_cell_counts` only. The marker is not a dataclass
     field: ``replace``, ``with_counts`` and the constructor never carry it, the tensor is made
-    read-only, and :func:`release_event_of` checks that the tensor is still the one released.
+    read-only, and :func:`~pymc_dp.hmm.cells.release_event_of` checks that the tensor is still
+    the one released.
     """
     counts.counts.flags.writeable = False
     object.__setattr__(counts, "_release", (event, _digest(counts.counts)))
@@ -371,7 +374,7 @@ def cell_counts(
     Notes
     -----
     One compiled pass over the records checks and counts them
-    (:func:`pymc_dp.hmm._kernels.count_records`); ``benchmarks/hmm_sweep.py`` measures the
+    (``pymc_dp.hmm._kernels.count_records``); ``benchmarks/hmm_sweep.py`` measures the
     rate at 10⁷ records.
     """
     region, time, records = (np.asarray(a) for a in (region, time, records))

@@ -4,13 +4,13 @@ Protocol (the paper's, with the unreported details fixed here):
 
 * hold out a uniform 10% of the (region, time) cells; the held-out cells stay in the chains
   with zero counts (their states are then drawn from the transitions alone);
-* fit on the training counts — raw (non-private), Laplace-released (:func:`release_cell_counts`)
-  or by OPS (raw counts, truncation a0_d = 1/(M·K_d), temperature from ε) — with 200 Gibbs
-  sweeps of which the first 100 are burn-in. Laplace fits read the release either as exact
-  (plug-in: clamped cells, "laplace", or clamped per-state sums, "laplace (sum clamp)") or as
-  Laplace observations of latent counts ("laplace (noise-aware)",
-  :mod:`pymc_dp.hmm.noise_aware`); a noise-aware fit uses the same release as its plug-in
-  twin (same seed), so the two are paired;
+* fit on the training counts — raw (non-private), Laplace-released
+  (:func:`~pymc_dp.hmm.privacy.release_cell_counts`) or by OPS (raw counts, truncation a0_d
+  = 1/(M·K_d), temperature from ε) — with 200 Gibbs sweeps of which the first 100 are
+  burn-in. Laplace fits read the release either as exact (plug-in: clamped cells, "laplace",
+  or clamped per-state sums, "laplace (sum clamp)") or as Laplace observations of latent
+  counts ("laplace (noise-aware)", :mod:`pymc_dp.hmm.noise_aware`); a noise-aware fit uses
+  the same release as its plug-in twin (same seed), so the two are paired;
 * score each held-out cell by its predictive probability given the neighbouring states,
   log Σ_k Pr(z_{r,t} = k | z_{r,t-1}, z_{r,t+1}, A) Pr(X^{(r,t)} | θ^{(k)}); Laplace and
   non-private runs average this probability over the 100 kept sweeps, OPS uses its last sweep
@@ -99,7 +99,7 @@ def run_gibbs(
     noise_scale: float | None = None,
     collapsed_warmup: int = 0,
 ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Run one chain of the sweeps that :class:`~pymc_dp.steps.NaiveBayesHMMGibbs` runs.
+    """Run one chain of the sweeps that :class:`~pymc_dp.NaiveBayesHMMGibbs` runs.
 
     A plain loop over :func:`pymc_dp.hmm.gibbs.sweep` — or, given the Laplace
     ``noise_scale`` of released counts, over
@@ -292,13 +292,13 @@ def evaluate(
 ) -> pd.DataFrame:
     """Held-out log-likelihood of every (split, method, ε, K): one row per fit.
 
-    By default runs ``n_splits × |K| × (1 + |ε| × (2 + |M|))`` fits of :data:`N_SWEEPS`
+    By default runs ``n_splits × |K| × (1 + |ε| × (2 + |M|))`` fits of ``N_SWEEPS``
     sweeps, in ``processes`` worker processes. ``methods`` picks among
-    :data:`METHOD_FAMILIES` ("laplace" and "laplace (sum clamp)" are the plug-in fits, run
+    ``METHOD_FAMILIES`` ("laplace" and "laplace (sum clamp)" are the plug-in fits, run
     when ``"plugin"`` is in ``inferences``); ``inferences`` containing ``"noise-aware"``
-    adds a :data:`NOISE_AWARE` fit on the release of every "laplace" fit (when "laplace" is in
+    adds a ``NOISE_AWARE`` fit on the release of every "laplace" fit (when "laplace" is in
     ``methods``). The seeds of the fits do not depend on ``methods`` or ``inferences``
-    (:func:`_tasks`).
+    (``_tasks``).
     """
     tasks = _tasks(epsilons, n_states, truncations, n_splits, seed, methods, inferences)
     if processes > 1:

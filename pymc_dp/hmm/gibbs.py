@@ -130,7 +130,7 @@ def ffbs(
 
     Draws z ~ Pr(z | θ, A, X)^{1/T} (normalised), the chains of different regions being
     independent given θ and A. Forward messages are normalised per step (scaled forward
-    algorithm), cost O(R·T·K²), in a compiled loop (:func:`pymc_dp.hmm._kernels.ffbs_regions`)
+    algorithm), cost O(R·T·K²), in a compiled loop (``pymc_dp.hmm._kernels.ffbs_regions``)
     fed with one uniform per draw from ``rng``.
 
     Parameters

@@ -42,7 +42,7 @@ by one. One sweep (:func:`noise_aware_sweep`):
    cell log-likelihoods Σ_{e∈P_i} c_ie log θ_{k,e} + e^{−1/b} λ_i Σ_{e∈Z_i} θ_{k,e} (terms free
    of k dropped; Σ_e θ_{k,e} = D);
 2. c_P | z, θ, λ: one exact draw per entry, p(c) ∝ Pois(c; λ_i θ_{z_i,e}) exp(−|y⁺ − c|/b)
-   (:func:`pymc_dp.hmm._kernels.latent_count_draw`);
+   (``pymc_dp.hmm._kernels.latent_count_draw``);
 3. λ_i | z, θ, c_P, with c_Z integrated out:
    Gamma(1/2 + Σ_{e∈P_i} c_ie, rate D − e^{−1/b} Σ_{e∈Z_i} θ_{z_i,e});
 4. c_Z | z, θ, λ, through the per-state sums that step 5 reads:
@@ -280,7 +280,7 @@ def initial_latent_state(
       — when the release says little about an entry (small ε), its start stays away from 0,
       where the slowly mixing chain would otherwise stay;
     * emissions: θ̄^{(d)} ∝ μ̄_{d,:}, each state drawn as
-      Dirichlet(:data:`INITIAL_CONCENTRATION`·θ̄^{(d)} + 0.1) to break the symmetry (mapped
+      Dirichlet(``INITIAL_CONCENTRATION``·θ̄^{(d)} + 0.1) to break the symmetry (mapped
       into the truncated simplex when the model is truncated);
     * rates: λ_i solves Σ_e [λθ̄_e + (b/2)exp(−λθ̄_e(1 − e^{−1/b}))] = Σ_e y⁺_ie (at least 0.1);
     * latent counts c_P drawn given (states, θ, λ) (step 2).
@@ -337,7 +337,7 @@ def noise_aware_sweep(
     − (1 − e^{−1/b}) λ_i Σ_{e∈Z_i} θ_{k,e}; steps 1–2 are then a joint draw of (z, c_P). Both
     variants leave the posterior invariant; the collapsed one lets the states move given θ
     without dragging the latent counts drawn for the old states along, at K window sums per
-    positive entry (:func:`pymc_dp.hmm._kernels.latent_count_log_marginal`) instead of one
+    positive entry (``pymc_dp.hmm._kernels.latent_count_log_marginal``) instead of one
     draw.
 
     Parameters

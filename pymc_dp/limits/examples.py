@@ -1,15 +1,17 @@
 """The paper's worked examples: Laplace binary sum (Fig. 2), randomised response (eq. 8),
 and the privatised single count (Example 6.7, Fig. 4) as a PyMC model with its exact posterior.
 
-* :func:`laplace_sum_bounds` — Example 4.4: bounds on the density of a Laplace-privatised sum
-  of n binary records, under any data model (Fig. 2 at ε = 0.1 and 0.25, n = 10).
-* :func:`randomised_response_pmf`, :func:`randomised_response_bounds` — Examples 2.3 and 4.5:
-  the law of randomised response and the bounds of eq. 8 on the probability of a released
-  bit vector under any data model.
-* :func:`privatised_count_model`, :func:`privatised_count_loglikelihood`,
-  :func:`privatised_count_posterior` — Example 6.7: θ ~ Gamma(3, 1), x | θ ~ Poisson(θ), the
-  count clamped to [0, 6] and released with Laplace noise of scale 6/ε; the exact posterior
-  (a finite sum, no MCMC) lies inside the prior density times e^{±ε}.
+* :func:`~pymc_dp.limits.laplace_sum_bounds` — Example 4.4: bounds on the density of a
+  Laplace-privatised sum of n binary records, under any data model (Fig. 2 at ε = 0.1 and 0.25, n =
+  10).
+* :func:`~pymc_dp.limits.randomised_response_pmf`,
+  :func:`~pymc_dp.limits.randomised_response_bounds` — Examples 2.3 and 4.5: the law of randomised
+  response and the bounds of eq. 8 on the probability of a released bit vector under any data model.
+* :func:`~pymc_dp.limits.privatised_count_model`,
+  :func:`~pymc_dp.limits.privatised_count_loglikelihood`,
+  :func:`~pymc_dp.limits.privatised_count_posterior` — Example 6.7: θ ~ Gamma(3, 1), x | θ ~
+  Poisson(θ), the count clamped to [0, 6] and released with Laplace noise of scale 6/ε; the exact
+  posterior (a finite sum, no MCMC) lies inside the prior density times e^{±ε}.
 """
 
 from __future__ import annotations

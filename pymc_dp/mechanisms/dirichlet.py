@@ -168,7 +168,7 @@ def hellinger_global_sensitivity(alpha: Sequence[float]) -> float:
     """sup of H(DirP(x), DirP(x')) over all n ≥ 1 and replace-one neighbours x, x'.
 
     Posteriors of neighbours are Dir(β + e_i) and Dir(β + e_j), β ≥ α componentwise, with
-    Bhattacharyya coefficient f(β_i) f(β_j) (:func:`_log_shift_factor`); f increases, so the
+    Bhattacharyya coefficient f(β_i) f(β_j) (``_log_shift_factor``); f increases, so the
     sup is √(1 − f(α_(1)) f(α_(2))), α_(1) ≤ α_(2) the two smallest prior concentrations. By
     the triangle inequality and r = DirP(x') ∈ R_α this is also the sup of
     |H(DirP(x), r) − H(DirP(x'), r)| (the note's GS, §1). For α = (1, ..., 1) it is the

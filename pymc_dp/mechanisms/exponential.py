@@ -251,7 +251,7 @@ class TightTemperature:
         ``epsilon_at(events_at(temperature), delta)``: ``composition.epsilon`` <= target
         (the guarantee), ``composition.method`` the accounting that gave it,
         ``composition.basic_epsilon`` the basic total of the same events (what the ledger's
-        :attr:`~pymc_dp.ledger.PrivacyLedger.epsilon` will show).
+        :attr:`~pymc_dp.PrivacyLedger.epsilon` will show).
     """
 
     temperature: float
@@ -262,7 +262,7 @@ class TightTemperature:
 
     @property
     def epsilon(self) -> float:
-        """The tight total at δ of the events at :attr:`temperature` (<= the target)."""
+        """The tight total at δ of the events at ``temperature`` (<= the target)."""
         return self.composition.epsilon
 
     @property

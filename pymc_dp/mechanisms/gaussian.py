@@ -229,7 +229,7 @@ def release_gaussian(
     rng : numpy.random.Generator, optional
         Generator for the NumPy backend. Must be None for OpenDP.
     clamping : str
-        Which records were clamped into their declared bounds (:attr:`PrivacyEvent.clamping`).
+        Which records were clamped into their declared bounds (``PrivacyEvent.clamping``).
 
     Returns
     -------

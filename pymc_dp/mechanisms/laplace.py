@@ -123,7 +123,7 @@ def release_laplace(
         Generator for the NumPy backend. Ignored (and must be None) for OpenDP.
     clamping : str
         Which records were clamped into their declared bounds before ``values`` was computed
-        (for the ledger, :attr:`PrivacyEvent.clamping`); "" when none were.
+        (for the ledger, ``PrivacyEvent.clamping``); "" when none were.
 
     Returns
     -------

@@ -101,6 +101,21 @@ class ReleasedStatistics:
         The noise distribution of the release; ``"exponential"`` for a Dirichlet posterior
         drawn by the exponential mechanism (EHD, EHDS: :mod:`pymc_dp.routes.dirichlet`),
         whose ``scale`` is NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> released = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=ledger)
+    >>> released.family, released.noisy.shape, released.scale, ledger.epsilon
+    ('beta-bernoulli', (1, 1), 1.0, 1.0)
     """
 
     observed: str
@@ -299,7 +314,21 @@ def project_bounded(
 
 def sufficient_statistics(link: ConjugateLink) -> np.ndarray:
     """Exact per-group sufficient statistics of ``link``, shape (G, d). **Private**: the
-    records are validated first (:meth:`~pymc_dp.families.base.ConjugateLink.statistics`)."""
+    records are validated first (:meth:`~pymc_dp.ConjugateLink.statistics`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> pymc_dp.sufficient_statistics(link)  # (successes, failures); private until released
+    array([[37., 63.]])
+    """
     return link.statistics()
 
 
@@ -316,7 +345,21 @@ def released_components(link: ConjugateLink, neighbouring: str) -> int:
 
 
 def sufficient_statistics_sensitivity(link: ConjugateLink, neighbouring: str) -> float:
-    """Data-independent L1 sensitivity of the released statistics (see module docstring)."""
+    """Data-independent L1 sensitivity of the released statistics (see module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> pymc_dp.sufficient_statistics_sensitivity(link, "replace-one")
+    1.0
+    """
     bound = link.family.record_l1_bound(link.domain)
     if neighbouring == "add-remove-one" or released_components(link, neighbouring) == 1:
         return bound
@@ -379,6 +422,21 @@ def release_sufficient_statistics(
         truncated priors are released with ``mechanism="ops"``.
     BudgetExceededError
         If the ledger's budget would be exceeded (nothing released).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> released = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=ledger)
+    >>> released.family, released.noisy.shape, released.scale, ledger.epsilon
+    ('beta-bernoulli', (1, 1), 1.0, 1.0)
     """
     if link.truncation is not None:
         raise NonPrivateModelError(
@@ -448,7 +506,7 @@ def release_all(
     every release) or a dict ``{observed name: epsilon}``; with Gaussian noise the total
     ``delta`` is split equally too (each release is (ε_i, δ/L)-DP; the ledger's tight
     accounting composes the Gaussian releases more tightly than this sum). Conjugate links
-    are released by :func:`release_sufficient_statistics`, bounded links by
+    are released by :func:`~pymc_dp.release_sufficient_statistics`, bounded links by
     :func:`release_bounded`; one event per link.
 
     Raises

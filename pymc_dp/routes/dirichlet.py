@@ -7,7 +7,7 @@ calibration). The model is the note's setting: records ``x`` in k categories,
 ``pm.Categorical("x", p=p, observed=...)`` with ``p = pm.Dirichlet("p", a=alpha)``, α a constant
 of the model (:func:`pymc_dp.analysis.conjugate.find_dirichlet_posterior`). Each mechanism
 releases the parameters α̃ of one Dirichlet; the trace's ``p`` are independent draws from
-Dir(α̃), by :class:`~pymc_dp.steps.PrivateConjugateGibbs` on the private model whose released
+Dir(α̃), by :class:`~pymc_dp.PrivateConjugateGibbs` on the private model whose released
 table is α̃ − α (deterministics of ``p`` and free variables that read no record are sampled as
 usual). Every draw, chain and tuning step is post-processing of the one release.
 

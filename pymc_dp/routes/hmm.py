@@ -56,7 +56,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     """Sample a naive-Bayes HMM privately; returns the stripped trace with its releases.
 
     ``mechanism="laplace"``: release the count tensor once (one event, Laplace(2·D/ε)), rebuild
-    the model on the noisy counts, and run :class:`NaiveBayesHMMGibbs` on it; every draw,
+    the model on the noisy counts, and run :class:`~pymc_dp.NaiveBayesHMMGibbs` on it; every draw,
     chain and tuning step is post-processing. ``projection`` (a keyword of
     ``pymc_dp.sample`` for HMMs) is ``"cell"`` (clamp each entry at 0, as Foulds et al.)
     or ``"none"``, see :func:`~pymc_dp.hmm.release_cell_counts`. Released group: ``cell_counts``.
@@ -66,7 +66,7 @@ def run_hmm(request: RunRequest, recognised: Recognised) -> xr.DataTree:
     :data:`pymc_dp.inference.DEFAULT_INFERENCE`. Either way it is the same release and the
     same single ledger event: the inference is post-processing.
 
-    ``mechanism="ops"``: run :class:`NaiveBayesHMMGibbs` on the raw counts at temperature
+    ``mechanism="ops"``: run :class:`~pymc_dp.NaiveBayesHMMGibbs` on the raw counts at temperature
     T = max(1, 2Δ/ε_c), ε_c = ε / chains, and keep **only the last draw of each chain**. The
     event (ε = chains·ε_c) says the guarantee assumes convergence and gives the worst-case
     composed ε of all sweeps, tuning included.

@@ -6,7 +6,7 @@ validate records (also in the recogniser) → check the budget for all releases 
 record each event → release (:func:`pymc_dp.mechanisms.statistics.release_all`) → build the
 private model, in which every likelihood is replaced by its released statistics
 (:func:`pymc_dp.analysis.rewrite.build_private_model`) → ``pm.sample`` with
-:class:`~pymc_dp.steps.PrivateConjugateGibbs` for the released priors and PyMC's samplers for
+:class:`~pymc_dp.PrivateConjugateGibbs` for the released priors and PyMC's samplers for
 variables that read no private array (one trace point function for all chains,
 :func:`pymc_dp.traces.shared_function_trace`) → strip every group that could read raw data
 and attach the released statistics. Every draw is post-processing: chains, tuning and progress
@@ -17,7 +17,7 @@ Bounded families (Poisson, Normal with unknown mean and sd, linear regression, w
 (one Laplace event each) and become potentials of the private model, plug-in or noise-aware
 (``request.inference``); PyMC's NUTS samples their parameters, next to the conjugate step.
 
-Noise (``pymc_dp.sample(noise=...)``, :attr:`~pymc_dp.routes.base.RunRequest.noise`): ``"laplace"``
+Noise (``pymc_dp.sample(noise=...)``, ``RunRequest.noise``): ``"laplace"``
 (default; (ε, 0)-DP, L1 sensitivity) or ``"gaussian"`` (:mod:`pymc_dp.mechanisms.gaussian`:
 ρ-zCDP, (ε, δ)-DP with the run's δ split equally across the releases, L2 sensitivity). Both
 readings of the release (noise-aware, plug-in) support both noises for every family: with
@@ -102,7 +102,7 @@ def sample_released(
 
     Every likelihood of ``request.model`` is replaced by its release
     (:func:`~pymc_dp.analysis.rewrite.build_private_model`); the released conjugate priors are
-    sampled by :class:`~pymc_dp.steps.PrivateConjugateGibbs` (or its noise-aware version) and
+    sampled by :class:`~pymc_dp.PrivateConjugateGibbs` (or its noise-aware version) and
     every other free variable by PyMC. Shared by the statistics route and the Dirichlet
     releases (:mod:`pymc_dp.routes.dirichlet`), whose release is a Dirichlet posterior.
     """

@@ -10,7 +10,7 @@ one draw of the tempered joint Pr(θ, X)^{1/T} and costs 2Δ/T (the exponential 
 * When the tempered joint factorises into exactly samplable blocks (truncated Beta, Gamma or
   Normal priors, or two-category truncated Dirichlets, with constant parameters and no other
   free variable), every draw is an exact,
-  independent draw: :class:`~pymc_dp.steps.TemperedConjugateGibbs` is run without tuning
+  independent draw: :class:`~pymc_dp.TemperedConjugateGibbs` is run without tuning
   and no convergence is assumed. ``release="last"`` releases one draw per chain at
   ε/chains each; ``release="chain"`` releases every draw at ε/(chains·draws) each.
 * Otherwise (hyperpriors, or a K > 2 truncated Dirichlet block updated by the Fang et al. kernel)
@@ -25,7 +25,7 @@ for all blocks, T = n·W/ε with W the per-record cost of one sweep at T = 1
 (:meth:`~pymc_dp.analysis.tempered.TemperedModel.sweep_weight`). No convergence assumption.
 
 ``mechanism="metropolis"`` — private Metropolis (App. C.1, Theorem C.1), see
-:mod:`pymc_dp.steps.private_metropolis`.
+:class:`~pymc_dp.PrivateMetropolis`.
 
 ``tempering="joint"`` tempers prior and likelihood, Pr(θ, X)^{1/T} (Foulds eq. 10, 14);
 ``tempering="likelihood"`` tempers the likelihood only, π(θ)·Pr(X | θ)^{1/T} (the Gibbs

@@ -81,7 +81,7 @@ class PrivateConjugateGibbs(BlockedStep):
     At construction (in the parent process, before any chain starts) the step validates the
     records, releases the sufficient statistics of every observed child **once** through the
     Laplace mechanism (Foulds et al. 2016, §3.2 eq. 16–17) and records one
-    :class:`~pymc_dp.ledger.PrivacyEvent` per child in :attr:`ledger`. ``step`` then draws
+    :class:`~pymc_dp.ledger.PrivacyEvent` per child in ``ledger``. ``step`` then draws
     each variable from its conjugate posterior given the noisy statistics (§3.1 eq. 11, §4.2):
     pure post-processing, 0 privacy cost per draw, valid for any number of chains (worker
     processes receive only the released statistics).
@@ -103,7 +103,7 @@ class PrivateConjugateGibbs(BlockedStep):
     neighbouring : {"replace-one", "add-remove-one"}
         Neighbouring relation of the guarantee (default replace-one, n public).
     ledger : PrivacyLedger, optional
-        Ledger to charge (a new one without budget by default); see :attr:`ledger`.
+        Ledger to charge (a new one without budget by default); see ``ledger``.
     noise_backend : {"opendp", "numpy"}
         Noise source; NumPy only for tests and simulations.
     noise_rng : numpy.random.Generator, optional

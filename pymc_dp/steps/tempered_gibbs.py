@@ -106,10 +106,12 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
         The model the step runs in (the data-free tempered model under
         :func:`pymc_dp.sample`; the user's model otherwise).
     analysis : TemperedModel, optional
-        Blocks, exact statistics and bounds (:func:`~pymc_dp.tempered.analyse_tempered_model`
-        of the model holding the data). Default: analyse ``model``.
+        Blocks, exact statistics and bounds
+        (:func:`~pymc_dp.analysis.tempered.analyse_tempered_model` of the model holding the data).
+        Default: analyse ``model``.
     data_bounds, max_trials, disjoint
-        Passed to :func:`~pymc_dp.tempered.analyse_tempered_model` when ``analysis`` is None.
+        Passed to :func:`~pymc_dp.analysis.tempered.analyse_tempered_model` when ``analysis`` is
+        None.
     noise_seed : int, optional
         Secret entropy mixed into every chain's generator (:mod:`pymc_dp.steps.noise`): the
         draws are the privacy noise, so ``random_seed`` alone must not reproduce them. Default:
@@ -130,7 +132,7 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
     ------
     NonPrivateModelError
         If a variable is not a block, or the model cannot be sampled at temperature T
-        (see :func:`~pymc_dp.tempered.analyse_tempered_model`); from ``step``, if the step
+        (see :func:`~pymc_dp.analysis.tempered.analyse_tempered_model`); from ``step``, if the step
         was not built by :func:`pymc_dp.sample` (it reads exact private statistics).
     InvalidPrivateDataError
         If a record lies outside its declared domain.

@@ -1,7 +1,8 @@
 """Closed-form privacy calculators (pure functions, each citing its source), one module per paper.
 
 * :mod:`~pymc_dp.theory.foulds2016` — Foulds et al. (UAI 2016): the temperature T = 2Δ/ε of
-  one posterior sample and its inverse (:func:`ops_temperature`, :func:`ops_epsilon`);
+  one posterior sample and its inverse (:func:`~pymc_dp.theory.foulds2016.ops_temperature`,
+  :func:`~pymc_dp.theory.foulds2016.ops_epsilon`);
 * :mod:`~pymc_dp.theory.dimitrakakis2017` — Dimitrakakis et al. (JMLR): posterior sampling under
   Lipschitz likelihoods (Assumptions 1 and 2): ε = 2NL, the per-family Lipschitz constants,
   Example 1, the Assumption-2 constants and δ, robustness, distinguishability and utility;
