@@ -19,7 +19,7 @@ The ledger is stored inside the ``xarray.DataTree`` returned by :func:`pymc_dp.s
 (group ``privacy_ledger`` and root attribute ``pymc_dp_ledger``) and survives a netCDF round
 trip. A ledger that outlives the process is a :class:`pymc_dp.session.PrivacySession` (a
 subclass, persisted in an append-only file); a trace charged to one names it
-(:class:`SessionSpend`).
+(:class:`~pymc_dp.ledger.SessionSpend`).
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ class PrivacyEvent:
 class SessionSpend:
     """The persisted session a run was charged to, and its cumulative spend after the run.
 
-    Stored with the run's ledger in the trace (:attr:`PrivacyLedger.session`), so a reader
+    Stored with the run's ledger in the trace (:attr:`~pymc_dp.PrivacyLedger.session`), so a reader
     of the trace sees both what this run cost (the ledger's events) and what the data holder
     had spent on the dataset in total when the run ended.
 
@@ -566,7 +566,7 @@ class PrivacyLedger:
         :attr:`reporting_delta`) and ``tight_method`` are :meth:`epsilon_at`'s. A ledger
         charged to a session also has ``session_path``, ``session_dataset_id``,
         ``session_epsilon``, ``session_delta``, ``session_events`` and ``session_head``
-        (:class:`SessionSpend`).
+        (:class:`~pymc_dp.ledger.SessionSpend`).
         """
         columns = [f.name for f in dataclasses.fields(PrivacyEvent)]
         data_vars = {}

@@ -84,6 +84,26 @@ def sample_posterior_predictive(
     NonPrivateModelError
         For a likelihood whose new records would need private inputs (per-record trials
         without ``trials``) or that has no predictive here (the naive-Bayes HMM).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> rng = np.random.default_rng(0)
+    >>> group = rng.integers(0, 3, size=1_000)  # private: each record's group ...
+    >>> outcome = rng.binomial(1, np.array([0.1, 0.3, 0.6])[group])  # ... and its 0/1 outcome
+    >>> with pm.Model(coords={"group": ["a", "b", "c"]}) as model:
+    ...     rate = pm.Beta("rate", 1, 1, dims="group")
+    ...     y = pm.Bernoulli("outcome", p=rate[group], observed=outcome)
+    ...     idata = pymc_dp.sample(200, epsilon=1.0, tune=100, chains=1, random_seed=1,
+    ...                            progressbar=False)
+    >>> with model:  # new records from the released parameters only: free post-processing
+    ...     _ = pymc_dp.sample_posterior_predictive(idata, records_per_group=10, random_seed=2)
+    >>> idata["posterior_predictive"]["outcome"].dims
+    ('chain', 'draw', 'group', 'outcome_record')
+    >>> idata["posterior_predictive"]["outcome"].shape
+    (1, 200, 3, 10)
     """
     model = modelcontext(model)
     if LEDGER_ATTR not in idata.attrs and LEDGER_GROUP not in idata.children:

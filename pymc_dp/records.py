@@ -180,6 +180,24 @@ def Data(  # named after pm.Data, which it stands in for
         ``categories``.
     ValueError
         For an unknown column, both ``column`` and ``columns``, or duplicate categories.
+
+    Examples
+    --------
+    Records in a Dask DataFrame (here built from pandas; ``dd.read_parquet`` in practice):
+
+    >>> import dask.dataframe as dd
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=1_000)
+    >>> records = dd.from_pandas(pd.DataFrame({"y": outcome}), npartitions=2)
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=pymc_dp.Data("y_records", records, column="y"))
+    ...     idata = pymc_dp.sample(100, tune=100, chains=1, epsilon=1.0, progressbar=False)
+    >>> idata.posterior["p"].shape, pymc_dp.PrivacyLedger.from_datatree(idata).epsilon
+    ((1, 100), 1.0)
     """
     _dask()
     import dask.array as da

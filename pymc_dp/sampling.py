@@ -277,6 +277,26 @@ def sample(
         ``budget``.
     NotImplementedError
         For ``noise="gaussian"`` on a naive-Bayes HMM (before anything is released).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> rng = np.random.default_rng(0)
+    >>> group = rng.integers(0, 3, size=1_000)  # private: each record's group ...
+    >>> outcome = rng.binomial(1, np.array([0.1, 0.3, 0.6])[group])  # ... and its 0/1 outcome
+    >>> with pm.Model(coords={"group": ["a", "b", "c"]}) as model:
+    ...     rate = pm.Beta("rate", 1, 1, dims="group")
+    ...     y = pm.Bernoulli("outcome", p=rate[group], observed=outcome)
+    ...     idata = pymc_dp.sample(200, epsilon=1.0, tune=100, chains=1, random_seed=1,
+    ...                            progressbar=False)
+    >>> sorted(idata.children)  # no observed_data, constant_data or log_likelihood
+    ['posterior', 'privacy_ledger', 'released_statistics', 'sample_stats']
+    >>> idata.posterior["rate"].dims
+    ('chain', 'draw', 'group')
+    >>> pymc_dp.PrivacyLedger.from_datatree(idata)  # one release, ε = 1
+    PrivacyLedger(events=1, epsilon=1, delta=0, budget=none, composition=...)
     """
     model = modelcontext(model)
     validate_delta(delta)

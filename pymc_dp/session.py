@@ -128,12 +128,16 @@ class PrivacySession(PrivacyLedger):
 
     Examples
     --------
-    >>> import pymc as pm, pymc_dp  # doctest: +SKIP
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> records = np.random.default_rng(0).binomial(1, 0.3, size=500)  # private 0/1 outcomes
     >>> session = pymc_dp.PrivacySession("clinic.ledger", "clinic-2024", budget=1.0)
-    >>> with pm.Model():  # records: an array of 0/1 outcomes
+    >>> with pm.Model():
     ...     p = pm.Beta("p", 1, 1)
-    ...     pm.Bernoulli("y", p=p, observed=records)
-    ...     idata = pymc_dp.sample(500, epsilon=0.5, session=session)
+    ...     y = pm.Bernoulli("y", p=p, observed=records)
+    ...     idata = pymc_dp.sample(100, tune=100, chains=1, epsilon=0.5, session=session,
+    ...                            progressbar=False)
     >>> session.epsilon
     0.5
     >>> pymc_dp.PrivacyLedger.from_datatree(idata).session.epsilon  # cumulative, in the trace

@@ -198,7 +198,7 @@ def analyse_model(
     Returns
     -------
     dict
-        Observed variable name → :class:`ConjugateLink` or
+        Observed variable name → :class:`~pymc_dp.ConjugateLink` or
         :class:`~pymc_dp.families.bounded.BoundedLink`, in model order.
 
     Raises

@@ -161,6 +161,28 @@ def private_trace(
 
     Keeps only :data:`~pymc_dp.traces.SAFE_GROUPS`; adds group ``released_statistics``
     (noisy statistics as released, and their projection) and, when given, the ledger.
+
+    Examples
+    --------
+    What :func:`pymc_dp.sample` does on the Laplace route, step by step: release, build the
+    private model, sample it with PyMC (post-processing), keep only what a trace may hold:
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=1_000)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> released = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=ledger)
+    >>> with pymc_dp.build_private_model(model, [released]):
+    ...     idata = pm.sample(100, tune=100, chains=1, random_seed=1, progressbar=False,
+    ...                       step=pymc_dp.PrivateConjugateGibbs())
+    >>> idata = pymc_dp.private_trace(idata, [released], ledger=ledger)
+    >>> sorted(idata.children)
+    ['posterior', 'privacy_ledger', 'released_statistics', 'sample_stats']
     """
     keep_groups(idata)
     idata[RELEASED_GROUP] = released_statistics_dataset(releases, model)

@@ -140,6 +140,27 @@ class PrivateConjugateGibbs(BlockedStep):
         For an unknown ``noise``, or a ``delta`` that does not fit it (before any release).
     BudgetExceededError
         If the releases would exceed the ledger's budget (nothing is released).
+
+    Examples
+    --------
+    On a private model (released statistics, no records) the step is free post-processing;
+    no epsilon is given and nothing new is released:
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=1_000)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> released = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=ledger)
+    >>> with pymc_dp.build_private_model(model, [released]):
+    ...     idata = pm.sample(100, tune=100, chains=1, random_seed=1, progressbar=False,
+    ...                       step=pymc_dp.PrivateConjugateGibbs())
+    >>> idata.posterior["p"].shape, ledger.epsilon
+    ((1, 100), 1.0)
     """
 
     name = "private_conjugate_gibbs"

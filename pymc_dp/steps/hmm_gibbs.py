@@ -94,6 +94,21 @@ class NaiveBayesHMMGibbs(SecretNoise, BlockedStep):
     NonPrivateModelError
         From ``step``, if the counts were not released and the step was not built by
         :func:`pymc_dp.sample`.
+
+    Examples
+    --------
+    ``pymc_dp.sample`` releases the count tensor once (Laplace) and runs this step on it:
+
+    >>> import numpy as np
+    >>> import pymc_dp
+    >>> from pymc_dp.hmm.simulate import simulate_records
+    >>> from pymc_dp.models import naive_bayes_hmm
+    >>> simulated = simulate_records(2, 5, 2, [2, 3], 500, np.random.default_rng(0))
+    >>> model = naive_bayes_hmm(simulated.counts, n_states=2)  # 2 regions × 5 times, 2 features
+    >>> idata = pymc_dp.sample(20, tune=20, chains=1, model=model, epsilon=5.0, random_seed=1,
+    ...                        progressbar=False)
+    >>> sorted(idata.posterior.data_vars)
+    ['emission_f0', 'emission_f1', 'states', 'transition']
     """
 
     name = "naive_bayes_hmm_gibbs"

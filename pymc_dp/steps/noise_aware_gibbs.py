@@ -136,6 +136,28 @@ class NoiseAwareConjugateGibbs(BlockedStep):
         statistics) or its family has no noise-aware update.
     ValueError
         If a release has no finite Laplace scale.
+
+    Examples
+    --------
+    The step of the noise-aware reading (``inference="noise-aware"``, the default of
+    :func:`pymc_dp.sample`), run on a private model:
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=1_000)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+    >>> link = pymc_dp.analyse_model(model)["y"]
+    >>> released = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=ledger)
+    >>> from pymc_dp.steps.noise_aware_gibbs import NoiseAwareConjugateGibbs
+    >>> with pymc_dp.build_private_model(model, [released], inference="noise-aware"):
+    ...     idata = pm.sample(100, tune=100, chains=1, random_seed=1, progressbar=False,
+    ...                       step=NoiseAwareConjugateGibbs())
+    >>> idata.posterior["p"].shape, ledger.epsilon
+    ((1, 100), 1.0)
     """
 
     name = "noise_aware_conjugate_gibbs"

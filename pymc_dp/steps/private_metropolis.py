@@ -70,6 +70,24 @@ class PrivateMetropolis(SecretNoise, BlockedStep):
         If the proposal scale is not finite and > 0, or a variable is discrete.
     NonPrivateModelError
         From ``step``, if the step was not built by :func:`pymc_dp.sample`.
+
+    Examples
+    --------
+    ``pymc_dp.sample(mechanism="metropolis")`` runs this step with a public, fixed
+    ``proposal_scale``:
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> from pymc_dp.distributions import TruncatedBeta
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=1_000)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = TruncatedBeta("p", 1.0, 1.0, truncation=0.01)  # p in [0.01, 0.99]: Δ is finite
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> idata = pymc_dp.sample(10, tune=10, model=model, epsilon=1.0, mechanism="metropolis",
+    ...                        proposal_scale=0.05, chains=1, random_seed=1, progressbar=False)
+    >>> [event.mechanism for event in pymc_dp.PrivacyLedger.from_datatree(idata).events]
+    ['metropolis']
     """
 
     name = "private_metropolis"

@@ -138,6 +138,25 @@ class TemperedConjugateGibbs(SecretNoise, BlockedStep):
         If a record lies outside its declared domain.
     ValueError
         If a temperature is < 1 or names an unknown block.
+
+    Examples
+    --------
+    ``pymc_dp.sample(mechanism="ops")`` runs this step at the temperature T = 2Δ/ε and releases
+    the last draw (one posterior sample):
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> from pymc_dp.distributions import TruncatedBeta
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=1_000)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = TruncatedBeta("p", 1.0, 1.0, truncation=0.01)  # p in [0.01, 0.99]: Δ is finite
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> idata = pymc_dp.sample(model=model, epsilon=1.0, mechanism="ops", chains=1,
+    ...                        random_seed=1, progressbar=False)
+    >>> event = pymc_dp.PrivacyLedger.from_datatree(idata).events[0]
+    >>> event.mechanism, round(event.temperature, 2), idata.posterior["p"].shape
+    ('ops', 9.19, (1, 1))
     """
 
     name = "tempered_conjugate_gibbs"
