@@ -65,8 +65,7 @@ def _examples(name: str) -> list[doctest.DocTest]:
     return [
         t
         for t in tests
-        if t.name == name
-        or (t.name not in PAGES and not t.name.rsplit(".", 1)[1].startswith("_"))
+        if t.name == name or (t.name not in PAGES and not t.name.rsplit(".", 1)[1].startswith("_"))
     ]
 
 
