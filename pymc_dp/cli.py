@@ -22,6 +22,7 @@ file name contains ``NONPRIVATE``.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -55,6 +56,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     return args.run(args)
+
+
+def _positive(text: str) -> float:
+    """An option's finite number > 0 (ε, a truncation), refused by argparse otherwise."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _probability(text: str) -> float:
+    """An option's number strictly between 0 and 1 (δ)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number with 0 < δ < 1, got {text}")
+    return value
+
+
+_positive.__name__ = _probability.__name__ = "number"  # argparse's "invalid number value"
+
+
+def _integer(low: int):
+    """The type of an integer option >= ``low`` (draws, chains, tune, seed)."""
+
+    def integer(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text}")
+        return value
+
+    integer.__name__ = "integer"  # argparse's "invalid integer value: 'x'"
+    return integer
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -94,17 +127,19 @@ def _parser() -> argparse.ArgumentParser:
         ),
         formatter_class=_HelpFormatter,
     )
-    stops.add_argument("--epsilon", type=float, default=1.0, help="total privacy budget ε")
-    stops.add_argument("--draws", type=int, default=1000, help="kept draws per chain")
-    stops.add_argument("--tune", type=int, default=200, help="tuning (burn-in) draws per chain")
+    stops.add_argument("--epsilon", type=_positive, default=1.0, help="total privacy budget ε")
+    stops.add_argument("--draws", type=_integer(1), default=1000, help="kept draws per chain")
+    stops.add_argument(
+        "--tune", type=_integer(0), default=200, help="tuning (burn-in) draws per chain"
+    )
     stops.add_argument(
         "--chains",
-        type=int,
+        type=_integer(1),
         default=2,
         help="chains; free for laplace, ops and gibbs-exponential split ε over them",
     )
     stops.add_argument(
-        "--cores", type=int, default=1, help="processes; 1 is fastest for conjugate Gibbs"
+        "--cores", type=_integer(1), default=1, help="processes; 1 is fastest for conjugate Gibbs"
     )
     stops.add_argument(
         "--mechanism",
@@ -122,14 +157,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     stops.add_argument(
         "--delta",
-        type=float,
+        type=_probability,
         default=None,
         help="total δ of --noise gaussian, 0 < δ < 1 (e.g. 1e-6), split over the two releases "
         "(default: none; required by --noise gaussian)",
     )
     stops.add_argument(
         "--truncation",
-        type=float,
+        type=_positive,
         default=0.01,
         help="a0 of the truncated priors of ops and gibbs-exponential",
     )
@@ -151,8 +186,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
         formatter_class=_HelpFormatter,
     )
-    hmm.add_argument("--epsilon", type=float, default=5.0, help="total privacy budget ε")
-    hmm.add_argument("--states", type=int, default=3, help="number of latent states K")
+    hmm.add_argument("--epsilon", type=_positive, default=5.0, help="total privacy budget ε")
+    hmm.add_argument("--states", type=_integer(1), default=3, help="number of latent states K")
     hmm.add_argument(
         "--regions",
         choices=["precinct", "neighborhood"],
@@ -168,7 +203,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     hmm.add_argument(
         "--truncation",
-        type=float,
+        type=_positive,
         default=100.0,
         help="M of the emission truncation a0 = 1/(M·K_d), used by --mechanism ops",
     )
@@ -179,11 +214,11 @@ def _parser() -> argparse.ArgumentParser:
         help="laplace: clamp each released count at 0 (cell, as Foulds et al.) or keep the "
         "unbiased noisy counts and clamp only per-state sums (none)",
     )
-    hmm.add_argument("--draws", type=int, default=100, help="kept sweeps per chain")
-    hmm.add_argument("--tune", type=int, default=100, help="burn-in sweeps")
+    hmm.add_argument("--draws", type=_integer(1), default=100, help="kept sweeps per chain")
+    hmm.add_argument("--tune", type=_integer(0), default=100, help="burn-in sweeps")
     hmm.add_argument(
         "--chains",
-        type=int,
+        type=_integer(1),
         default=None,
         help="chains (default: 2 for laplace, 1 for ops: each OPS chain's draw costs ε/chains)",
     )
@@ -194,7 +229,7 @@ def _parser() -> argparse.ArgumentParser:
 def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
     command.add_argument(
         "--seed",
-        type=int,
+        type=_integer(0),
         default=None,
         help="seed of the MCMC, never of the privacy noise (default: none, fresh entropy)",
     )

@@ -234,6 +234,24 @@ def test_every_option_has_help_text_and_shows_its_default():
     assert checked == 29  # stops: 10 + 5 common; hmm: 9 + 5 common
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["stops", "--epsilon", "-1"], "argument --epsilon: must be a finite number > 0, got -1"),
+        (["stops", "--epsilon", "nan"], "argument --epsilon: must be a finite number > 0"),
+        (["stops", "--delta", "1"], "argument --delta: must be a number with 0 < δ < 1, got 1"),
+        (["stops", "--chains", "0"], "argument --chains: must be an integer >= 1, got 0"),
+        (["hmm", "--tune", "-5"], "argument --tune: must be an integer >= 0, got -5"),
+        (["hmm", "--draws", "x"], "argument --draws: invalid integer value: 'x'"),
+        (["hmm", "--epsilon", "x"], "argument --epsilon: invalid number value: 'x'"),
+    ],
+)
+def test_bad_numbers_are_usage_errors_not_tracebacks(capsys, argv, message):
+    with pytest.raises(SystemExit, match=r"^2$"):
+        main(argv)
+    assert message in capsys.readouterr().err
+
+
 def test_no_command_prints_help(capsys):
     assert main([]) == 2
     assert "stops" in capsys.readouterr().out
