@@ -242,7 +242,12 @@ def wrapped_parameter(name: str, role: str, deterministic: Variable) -> NonPriva
     """The refusal of a likelihood whose ``role`` (its probability, mean, rate) is a
     ``pm.Deterministic``: say to remove it, and why."""
     inner = deterministic.owner.inputs[0] if deterministic.owner is not None else None
-    wrapped = (inner.name or describe_graph(inner)) if inner is not None else "its value"
+    if inner is not None and inner.name:
+        wrapped = inner.name
+    else:
+        wrapped = (
+            "its value" if inner is None else f"the expression it wraps ({describe_graph(inner)})"
+        )
     return NonPrivateModelError(
         f"{name}: its {role} is the pm.Deterministic {deterministic.name!r}; remove the "
         f"Deterministic from the likelihood and pass {wrapped} to it directly. The recogniser "
