@@ -196,11 +196,12 @@ def analyse_model(
 
     Checks, in order: no imputed (NaN) observations; the structure of every bounded
     likelihood (Poisson, Normal, linear regression: :mod:`pymc_dp.analysis.bounded`, with
-    its ``data_bounds``); nothing but the observed likelihoods reads a private array, and a
-    regression's covariates are read by its likelihood only
-    (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is classified here,
-    nothing declared public, when not given); every other observed variable is a supported
-    conjugate likelihood; every Beta/Dirichlet prior that feeds a likelihood feeds nothing
+    its ``data_bounds``); the structure of every other likelihood, a Beta or Dirichlet
+    conjugate pair (:func:`conjugate_structure`: anything else is refused as unsupported,
+    before the declarations and the private reads are checked); nothing but the observed
+    likelihoods reads a private array, and a regression's covariates are read by its
+    likelihood only (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is
+    classified here, nothing declared public, when not given); every Beta/Dirichlet prior that feeds a likelihood feeds nothing
     else (no other random variable or potential depends on it), so that its conditional is
     exactly the conjugate posterior; every record lies in its declared domain (or is clamped
     into its bounds, on opt-in). Records in a Dask collection (:func:`pymc_dp.Data`) are
