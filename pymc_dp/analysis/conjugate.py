@@ -201,11 +201,12 @@ def analyse_model(
     before the declarations and the private reads are checked); nothing but the observed
     likelihoods reads a private array, and a regression's covariates are read by its
     likelihood only (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is
-    classified here, nothing declared public, when not given); every Beta/Dirichlet prior that feeds a likelihood feeds nothing
-    else (no other random variable or potential depends on it), so that its conditional is
-    exactly the conjugate posterior; every record lies in its declared domain (or is clamped
-    into its bounds, on opt-in). Records in a Dask collection (:func:`pymc_dp.Data`) are
-    validated, and their statistics computed, in one pass (:func:`pymc_dp.records.summarise`).
+    classified here, nothing declared public, when not given); every Beta/Dirichlet prior
+    that feeds a likelihood feeds nothing else (no other random variable or potential
+    depends on it), so that its conditional is exactly the conjugate posterior; every record
+    lies in its declared domain (or is clamped into its bounds, on opt-in). Records in a Dask
+    collection (:func:`pymc_dp.Data`) are validated, and their statistics computed, in one
+    pass (:func:`pymc_dp.records.summarise`).
 
     Parameters
     ----------
