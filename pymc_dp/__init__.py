@@ -5,6 +5,8 @@ posterior at no further privacy cost — or release posterior draws at a tempera
 carry a privacy ledger inside every trace.
 """
 
+from importlib import metadata as _metadata
+
 from pymc.step_methods import STEP_METHODS
 
 from pymc_dp import analysis, hmm, limits, models, records, routes, tempered, theory
@@ -37,7 +39,11 @@ from pymc_dp.steps import (
     TemperedConjugateGibbs,
 )
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("pymc_dp")
+    """The installed distribution's version (``pyproject.toml``, read by importlib.metadata)."""
+except _metadata.PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 # idempotent registration
 for _step in (PrivateConjugateGibbs, NaiveBayesHMMGibbs, PrivateMetropolis, TemperedConjugateGibbs):

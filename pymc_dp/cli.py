@@ -22,6 +22,7 @@ file name contains ``NONPRIVATE``.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ import pymc_dp
 from pymc_dp.datasets import load_mpls_stops
 from pymc_dp.hmm.plots import plot_emissions, plot_modal_states
 from pymc_dp.hmm.relabel import emission_profiles, relabel_states
+from pymc_dp.inference import DEFAULT_INFERENCE
 from pymc_dp.models import naive_bayes_hmm
 from pymc_dp.reference import NONPRIVATE_HEADING, exact_conjugate_posterior
 from pymc_dp.stops import HMM_FEATURE_LABELS, RATE, REASON, stops_cells, stops_model
@@ -56,11 +58,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     return args.run(args)
 
 
+def _positive(text: str) -> float:
+    """An option's finite number > 0 (ε, a truncation), refused by argparse otherwise."""
+    value = float(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _probability(text: str) -> float:
+    """An option's number strictly between 0 and 1 (δ)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number with 0 < δ < 1, got {text}")
+    return value
+
+
+_positive.__name__ = _probability.__name__ = "number"  # argparse's "invalid number value"
+
+
+def _integer(low: int):
+    """The type of an integer option >= ``low`` (draws, chains, tune, seed)."""
+
+    def integer(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text}")
+        return value
+
+    integer.__name__ = "integer"  # argparse's "invalid integer value: 'x'"
+    return integer
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default: argparse's ``(default: …)``, unless the help
+    states the default itself (one that depends on another option, or None meaning "chosen
+    for you")."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        return text if "(default" in text else super()._get_help_string(action)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="pymc-dp", description="Differentially private Bayesian analyses with PyMC."
+        prog="pymc-dp",
+        description=(
+            "Differentially private Bayesian analyses with PyMC, on the bundled Minneapolis "
+            "police stops of 2017: each command releases private statistics or posterior "
+            "draws, prints the private posterior and the privacy ledger, and writes the trace "
+            "and figures to --output-dir."
+        ),
+        epilog="Run 'pymc-dp COMMAND --help' for the options of a command.",
+        formatter_class=_HelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {pymc_dp.__version__}")
+    commands = parser.add_subparsers(
+        dest="command", title="commands", metavar="COMMAND", help="the analysis to run"
+    )
     stops = commands.add_parser(
         "stops",
         help="private person-search rates by race and stop reasons, Minneapolis 2017",
@@ -70,39 +125,48 @@ def _parser() -> argparse.ArgumentParser:
             "private results (posterior, released statistics, ledger, trace, figure) unless "
             "--nonprivate-comparison is given."
         ),
+        formatter_class=_HelpFormatter,
     )
-    stops.add_argument("--epsilon", type=float, default=1.0, help="total ε (default 1.0)")
-    stops.add_argument("--draws", type=int, default=1000)
-    stops.add_argument("--tune", type=int, default=200)
-    stops.add_argument("--chains", type=int, default=2)
+    stops.add_argument("--epsilon", type=_positive, default=1.0, help="total privacy budget ε")
+    stops.add_argument("--draws", type=_integer(1), default=1000, help="kept draws per chain")
     stops.add_argument(
-        "--cores", type=int, default=1, help="1 is fastest for conjugate Gibbs (default 1)"
+        "--tune", type=_integer(0), default=200, help="tuning (burn-in) draws per chain"
+    )
+    stops.add_argument(
+        "--chains",
+        type=_integer(1),
+        default=2,
+        help="chains; free for laplace, ops and gibbs-exponential split ε over them",
+    )
+    stops.add_argument(
+        "--cores", type=_integer(1), default=1, help="processes; 1 is fastest for conjugate Gibbs"
     )
     stops.add_argument(
         "--mechanism",
         choices=["laplace", "ops", "gibbs-exponential"],
         default="laplace",
-        help="laplace (default): noisy counts, then free MCMC; ops: one exact posterior draw "
-        "per chain at temperature 2Δ/ε; gibbs-exponential: every draw, all sweeps composed",
+        help="laplace: noisy counts, then free MCMC; ops: one exact posterior draw per chain "
+        "at temperature 2Δ/ε; gibbs-exponential: every draw, all sweeps composed",
     )
     stops.add_argument(
         "--noise",
         choices=["laplace", "gaussian"],
         default="laplace",
-        help="laplace only: the noise of the released counts. laplace (default): (ε, 0)-DP; "
+        help="the noise of the released counts (--mechanism laplace only). laplace: (ε, 0)-DP; "
         "gaussian: (ε, δ)-DP with L2 sensitivity, needs --delta (docs: the Gaussian mechanism)",
     )
     stops.add_argument(
         "--delta",
-        type=float,
+        type=_probability,
         default=None,
-        help="total δ of --noise gaussian, 0 < δ < 1 (e.g. 1e-6), split over the two releases",
+        help="total δ of --noise gaussian, 0 < δ < 1 (e.g. 1e-6), split over the two releases "
+        "(default: none; required by --noise gaussian)",
     )
     stops.add_argument(
         "--truncation",
-        type=float,
+        type=_positive,
         default=0.01,
-        help="a0 of the truncated priors of ops and gibbs-exponential (default 0.01)",
+        help="a0 of the truncated priors of ops and gibbs-exponential",
     )
     stops.add_argument(
         "--nonprivate-comparison",
@@ -120,52 +184,81 @@ def _parser() -> argparse.ArgumentParser:
             "2017 on region × ISO-week cells, privately: Laplace noise on the count tensor "
             "(default) or one posterior sample at temperature 2Δ/ε (--mechanism ops)."
         ),
+        formatter_class=_HelpFormatter,
     )
-    hmm.add_argument("--epsilon", type=float, default=5.0, help="total ε (default 5)")
-    hmm.add_argument("--states", type=int, default=3, help="number of latent states K (default 3)")
-    hmm.add_argument("--regions", choices=["precinct", "neighborhood"], default="precinct")
-    hmm.add_argument("--mechanism", choices=["laplace", "ops"], default="laplace")
+    hmm.add_argument("--epsilon", type=_positive, default=5.0, help="total privacy budget ε")
+    hmm.add_argument("--states", type=_integer(1), default=3, help="number of latent states K")
+    hmm.add_argument(
+        "--regions",
+        choices=["precinct", "neighborhood"],
+        default="precinct",
+        help="the regions of the cells (rows of the HMM)",
+    )
+    hmm.add_argument(
+        "--mechanism",
+        choices=["laplace", "ops"],
+        default="laplace",
+        help="laplace: noisy count tensor, then free Gibbs sampling; ops: one posterior sample "
+        "per chain at temperature 2Δ/ε",
+    )
     hmm.add_argument(
         "--truncation",
-        type=float,
+        type=_positive,
         default=100.0,
-        help="M of the emission truncation a0 = 1/(M·K_d), used by --mechanism ops (default 100)",
+        help="M of the emission truncation a0 = 1/(M·K_d), used by --mechanism ops",
     )
     hmm.add_argument(
         "--projection",
         choices=["cell", "none"],
         default="cell",
-        help="laplace: clamp each released count at 0 (cell, default, as Foulds et al.) or keep "
-        "the unbiased noisy counts and clamp only per-state sums (none)",
+        help="laplace: clamp each released count at 0 (cell, as Foulds et al.) or keep the "
+        "unbiased noisy counts and clamp only per-state sums (none)",
     )
-    hmm.add_argument("--draws", type=int, default=100, help="kept sweeps per chain (default 100)")
-    hmm.add_argument("--tune", type=int, default=100, help="burn-in sweeps (default 100)")
+    hmm.add_argument("--draws", type=_integer(1), default=100, help="kept sweeps per chain")
+    hmm.add_argument("--tune", type=_integer(0), default=100, help="burn-in sweeps")
     hmm.add_argument(
         "--chains",
-        type=int,
+        type=_integer(1),
         default=None,
-        help="chains (default 2 for laplace, 1 for ops: each OPS chain's draw costs ε/chains)",
+        help="chains (default: 2 for laplace, 1 for ops: each OPS chain's draw costs ε/chains)",
     )
     _add_common_arguments(hmm, _run_hmm)
     return parser
 
 
 def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
-    command.add_argument("--seed", type=int, default=None, help="seed of the MCMC (not the noise)")
     command.add_argument(
-        "--neighbouring", choices=["replace-one", "add-remove-one"], default="replace-one"
+        "--seed",
+        type=_integer(0),
+        default=None,
+        help="seed of the MCMC, never of the privacy noise (default: none, fresh entropy)",
+    )
+    command.add_argument(
+        "--neighbouring",
+        choices=["replace-one", "add-remove-one"],
+        default="replace-one",
+        help="the neighbouring relation: datasets that differ by one stop replaced "
+        "(the number of stops is public) or one stop added or removed",
     )
     command.add_argument(
         "--inference",
         choices=["noise-aware", "plugin"],
         default=None,
-        help="laplace only: how the released statistics are read. noise-aware (default): the "
-        "true statistics are latent and the Laplace noise is the likelihood of the release, so "
+        help="laplace only: how the released statistics are read. noise-aware: the true "
+        "statistics are latent and the Laplace noise is the likelihood of the release, so "
         "intervals include the noise; plugin: the noisy statistics as if exact (Foulds et al. "
-        "2016), intervals too narrow at small counts. Same release, same ε",
+        "2016), intervals too narrow at small counts. Same release, same ε "
+        f"(default: {DEFAULT_INFERENCE})",
     )
-    command.add_argument("--output-dir", type=Path, default=Path("pymc_dp_output"))
-    command.add_argument("--no-progressbar", action="store_true")
+    command.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("pymc_dp_output"),
+        help="folder for the trace (netCDF) and the figures (PNG), created if missing",
+    )
+    command.add_argument(
+        "--no-progressbar", action="store_true", help="hide the sampler's progress bar"
+    )
     command.set_defaults(run=run)
 
 

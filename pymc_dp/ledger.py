@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -47,6 +47,7 @@ __all__ = [
     "Neighbouring",
     "PrivacyEvent",
     "PrivacyLedger",
+    "Remaining",
     "SessionSpend",
     "compose",
     "split_epsilon",
@@ -305,6 +306,23 @@ class SessionSpend:
         return dataclasses.asdict(self)
 
 
+class Remaining(NamedTuple):
+    """What is left of a budget: ``(epsilon, delta)``, a tuple of floats (unrounded, so it
+    adds, compares and unpacks as numbers) that prints rounded.
+
+    The repr rounds ε to 12 decimals (the float error of subtracting spends, 1 − 0.7 =
+    0.30000000000000004 or a spent budget's 5.6e-17, is gone) and shows both numbers with 12
+    significant digits: ``Remaining(epsilon=0.3, delta=1e-06)``.
+    """
+
+    epsilon: float
+    delta: float
+
+    def __repr__(self) -> str:
+        epsilon = round(self.epsilon, 12) + 0.0  # + 0.0: no "-0"
+        return f"Remaining(epsilon={epsilon:.12g}, delta={self.delta:.12g})"
+
+
 class PrivacyLedger:
     """The privacy events of one analysis, with composition and an optional budget.
 
@@ -445,8 +463,9 @@ class PrivacyLedger:
         """
         return _epsilon_at(self._events, delta)
 
-    def remaining(self) -> tuple[float, float]:
-        """(epsilon, delta) left in the budget; ``(inf, 1.0)`` when there is no budget.
+    def remaining(self) -> Remaining:
+        """(epsilon, delta) left in the budget, as a :class:`Remaining` (a tuple that prints
+        rounded); ``(inf, 1.0)`` when there is no budget.
 
         With ``tight_budget`` and a budget (ε, δ), δ > 0, the epsilon left is ε minus the
         tightest total at δ
@@ -454,11 +473,11 @@ class PrivacyLedger:
         is δ minus the events' summed deltas.
         """
         if self.budget is None:
-            return math.inf, 1.0
+            return Remaining(math.inf, 1.0)
         budget_eps, budget_delta = self.budget
         tight = self.tight_budget and budget_delta > 0
         spent = self.epsilon_at(budget_delta).epsilon if tight else self.epsilon
-        return budget_eps - spent, budget_delta - self.delta
+        return Remaining(budget_eps - spent, budget_delta - self.delta)
 
     def check(self, epsilon: float, delta: float = 0.0, partition: str = "") -> None:
         """Raise :class:`~pymc_dp.BudgetExceededError` if spending (epsilon, delta) — in

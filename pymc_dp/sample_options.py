@@ -105,9 +105,9 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
     (``hmm_method``, ``projection`` for HMMs, ``proposal_scale`` for
     ``mechanism="metropolis"``; which route takes them is checked once the model is
     recognised, still before any release); ``tune``, ``chains`` and ``cores`` are
-    integers (chains, cores >= 1, tune >= 0; chains and cores may be None, PyMC's
-    default); ``nuts_sampler`` is ``"pymc"`` (another sampler
-    would run on the model outside the private steps); ``var_names`` names model variables;
+    integers (chains, cores >= 1, tune >= 0) or None, PyMC's default; ``nuts_sampler`` is
+    ``"pymc"`` (another sampler would run on the model outside the private steps);
+    ``var_names`` names model variables;
     ``random_seed`` is None, an integer >= 0, a sequence of them or a NumPy Generator.
 
     Raises
@@ -124,7 +124,7 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
         if name not in kwargs:
             continue
         value = kwargs[name]
-        if value is None and name != "tune":  # None: PyMC's default chains and cores
+        if value is None:  # PyMC's default
             continue
         if not is_integer(value):
             raise ValueError(f"{name} must be an integer, got {value!r}. Nothing was released.")

@@ -18,6 +18,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 from pymc.model import modelcontext
+from pymc.util import RandomState
 
 from pymc_dp.analysis import recognise
 from pymc_dp.analysis.inputs import validate_public
@@ -51,6 +52,10 @@ __all__ = [
 def sample(
     draws: int = 1000,
     *,
+    tune: int | None = None,
+    chains: int | None = None,
+    cores: int | None = None,
+    random_seed: RandomState = None,
     epsilon: float | Mapping[str, float] | None = None,
     delta: float = 0.0,
     neighbouring: str = "replace-one",
@@ -101,6 +106,11 @@ def sample(
     ----------
     draws : int
         Draws per chain (as ``pm.sample``).
+    tune, chains, cores, random_seed
+        As ``pm.sample``: the same names, places (keyword-only) and defaults. None is PyMC's
+        default on the Laplace route; the posterior-sampling mechanisms (whose chains and
+        sweeps cost ε) then run one chain with 1000 tuning sweeps.
+        ``random_seed`` seeds the sampler only, never the privacy noise (``noise_rng``).
     epsilon : float or dict
         Total epsilon, split equally across the observed variables' releases, or
         ``{observed name: epsilon}`` (Laplace only). Not needed for releases made by ``step``.
@@ -240,8 +250,7 @@ def sample(
         :data:`pymc_dp.inference.DEFAULT_INFERENCE`. Only for ``mechanism="laplace"``.
     model : pm.Model, optional
     **kwargs
-        Passed to ``pm.sample`` (``tune``, ``chains``, ``cores``, ``random_seed``,
-        ``progressbar``, ``nuts={...}``, ...). Naive-Bayes HMMs also take
+        Passed to ``pm.sample`` (``progressbar``, ``nuts={...}``, ...). Naive-Bayes HMMs also take
         ``hmm_method="ffbs" | "collapsed"`` and ``projection="cell" | "none"``. Options that
         would see unreleased draws are refused when only the last draw is released. Every
         option is checked before anything is released
@@ -299,6 +308,8 @@ def sample(
     PrivacyLedger(events=1, epsilon=1, delta=0, budget=none, composition=...)
     """
     model = modelcontext(model)
+    sampler = {"tune": tune, "chains": chains, "cores": cores, "random_seed": random_seed}
+    kwargs.update({name: value for name, value in sampler.items() if value is not None})
     validate_delta(delta)
     validate_neighbouring(neighbouring)
     if mechanism not in MECHANISMS:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import re
+from importlib import metadata
 
 import arviz as az
 import numpy as np
@@ -191,6 +193,63 @@ def test_record_count_is_shown_only_when_public(tmp_path, capsys, no_raw_referen
     out = capsys.readouterr().out
     assert "51,920" not in out and "51920" not in out
     assert "number of records is private under add-remove-one" in out
+
+
+def test_version_prints_the_installed_version(capsys):
+    with pytest.raises(SystemExit, match=r"^0$"):
+        main(["--version"])
+    installed = metadata.version("pymc_dp")
+    assert pymc_dp.__version__ == installed
+    assert capsys.readouterr().out == f"pymc-dp {installed}\n"
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    """The parser and every subcommand's parser."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_option_has_help_text_and_shows_its_default():
+    checked = 0
+    for parser in _parsers(cli._parser()):
+        formatter = parser._get_formatter()
+        rendered = "".join(parser.format_help().split())  # argparse wraps at any hyphen
+        for action in parser._actions:
+            if not action.option_strings or isinstance(
+                action, argparse._HelpAction | argparse._VersionAction
+            ):
+                continue
+            option = f"{parser.prog} {action.option_strings[0]}"
+            assert action.help and len(action.help) > 10, option
+            template = formatter._get_help_string(action)
+            shown = template % {**vars(action), "prog": parser.prog}
+            assert "(default" in shown, option
+            if "%(default)s" in template:
+                assert shown.endswith(f"(default: {action.default})"), option
+            assert "".join(shown.split()) in rendered, option
+            checked += 1
+    assert checked == 29  # stops: 10 + 5 common; hmm: 9 + 5 common
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["stops", "--epsilon", "-1"], "argument --epsilon: must be a finite number > 0, got -1"),
+        (["stops", "--epsilon", "nan"], "argument --epsilon: must be a finite number > 0"),
+        (["stops", "--delta", "1"], "argument --delta: must be a number with 0 < δ < 1, got 1"),
+        (["stops", "--chains", "0"], "argument --chains: must be an integer >= 1, got 0"),
+        (["hmm", "--tune", "-5"], "argument --tune: must be an integer >= 0, got -5"),
+        (["hmm", "--draws", "x"], "argument --draws: invalid integer value: 'x'"),
+        (["hmm", "--epsilon", "x"], "argument --epsilon: invalid number value: 'x'"),
+    ],
+)
+def test_bad_numbers_are_usage_errors_not_tracebacks(capsys, argv, message):
+    with pytest.raises(SystemExit, match=r"^2$"):
+        main(argv)
+    assert message in capsys.readouterr().err
 
 
 def test_no_command_prints_help(capsys):

@@ -86,6 +86,20 @@ def run_python(script: str, *args: str) -> subprocess.Popen:
 
 
 # --- persistence and refusals -----------------------------------------------------------------
+def test_remaining_prints_clean_numbers_and_stays_numbers(tmp_path):
+    """1 − 0.7 is 0.30000000000000004 in floats: the repr shows 0.3, the value stays exact."""
+    session = PrivacySession(tmp_path / "s.ledger", "ds", budget=(1.0, 1e-6))
+    session.charge(event(0.7))
+    left = session.remaining()
+    assert repr(left) == str(left) == "Remaining(epsilon=0.3, delta=1e-06)"
+    assert left == (1.0 - 0.7, 1e-6) and left.epsilon == left[0] == 1.0 - 0.7
+    epsilon, delta = left
+    assert epsilon + 0.7 == 1.0 and delta == 1e-6
+    session.charge(event(0.3 - 1e-17, 4e-7))  # spends the budget, up to float error
+    assert repr(session.remaining()) == "Remaining(epsilon=0, delta=6e-07)"
+    assert repr(PrivacyLedger().remaining()) == "Remaining(epsilon=inf, delta=1)"
+
+
 def test_session_is_a_ledger_that_persists_and_reopens_with_equal_totals(tmp_path):
     path = tmp_path / "clinic.ledger"
     session = PrivacySession(path, "clinic-2024", budget=(3.0, 1e-6))

@@ -51,6 +51,8 @@ from pytensor.tensor.math import Dot
 
 from pymc_dp.analysis.graph import (
     OBSERVED,
+    describe_graph,
+    deterministic_of,
     distribution_name,
     is_data,
     likelihoods,
@@ -59,10 +61,12 @@ from pymc_dp.analysis.graph import (
     rv_shape,
     split_parameter,
     strip_expand_dims,
+    unsupported_likelihood,
     variable_value,
+    wrapped_parameter,
 )
 from pymc_dp.errors import NonPrivateModelError
-from pymc_dp.families import BOUNDED_FAMILIES
+from pymc_dp.families import BOUNDED_FAMILIES, LAPLACE_PATTERNS
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure, declared_bounds
 
 __all__ = [
@@ -76,10 +80,7 @@ __all__ = [
 BOUNDED_LIKELIHOODS = ("poisson", "normal")
 """The likelihoods of the bounded families (:mod:`pymc_dp.families.bounded`)."""
 _LIKELIHOODS = likelihoods(BOUNDED_LIKELIHOODS)
-_SHAPES = (
-    "Poisson(mu=lam or lam[group]), Normal(mu, sigma) with scalar mu and sigma, or "
-    "Normal(X @ beta (+ alpha), sigma) with X a data matrix"
-)
+_ROUTE = "The Laplace statistics (mechanism='laplace')"
 
 
 @dataclass(frozen=True, eq=False)
@@ -157,11 +158,13 @@ def find_bounded_link(
         return _normal(model, name, mu, sigma, values, data_bounds, clamp)
     linear = _linear_predictor(mu)
     if linear is None:
-        raise NonPrivateModelError(
-            f"{name}: its mean is neither a scalar nor X @ beta (+ alpha); the Laplace "
-            f"statistics handle {_SHAPES}. A nonlinear or other per-record mean has no "
-            "bounded sufficient statistics here. Nothing was released."
+        deterministic = deterministic_of(mu, model)
+        if deterministic is not None:
+            raise wrapped_parameter(name, "mean", deterministic)
+        found = (
+            f"a Normal whose mean is neither a scalar nor X @ beta (+ alpha): {describe_graph(mu)}"
         )
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
     return _regression(model, name, *linear, sigma, values, data_bounds, clamp)
 
 
@@ -186,11 +189,14 @@ def _bounds(data_bounds, key: str, observed: str, what: str, width: int | None =
 def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
     rate, index = split_parameter(mu, model, name)
     if index is None and rate.ndim != 0:
-        raise NonPrivateModelError(
-            f"{name}: its Poisson rate must be one scalar or indexed by constant group labels "
-            "(lam or lam[group]); a per-record rate (e.g. exp(X @ beta)) has no bounded "
-            "sufficient statistics here. Nothing was released."
+        deterministic = deterministic_of(rate, model)
+        if deterministic is not None:
+            raise wrapped_parameter(name, "rate", deterministic)
+        found = (
+            "a Poisson with a per-record rate (neither one scalar nor lam[group]): "
+            f"{describe_graph(rate)}"
         )
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
     if index is not None and rate.ndim != 1:
         raise NonPrivateModelError(
             f"{name}: its Poisson rate lam in lam[group] must be a vector (one rate per group)"

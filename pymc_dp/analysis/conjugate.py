@@ -42,8 +42,11 @@ from pymc_dp.analysis.bounded import (
 )
 from pymc_dp.analysis.graph import (
     CONJUGATE_LIKELIHOODS,
+    LIKELIHOODS,
     OBSERVED,
     check_conjugate_dependents,
+    describe_graph,
+    deterministic_of,
     distribution_name,
     is_data,
     likelihoods,
@@ -53,12 +56,14 @@ from pymc_dp.analysis.graph import (
     require_as_is,
     rv_shape,
     split_parameter,
+    unsupported_likelihood,
     variable_value,
+    wrapped_parameter,
 )
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import NonPrivateModelError
-from pymc_dp.families import FAMILIES
+from pymc_dp.families import FAMILIES, LAPLACE_PATTERNS
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.families.bounded import BoundedLink
 from pymc_dp.records import summarise
@@ -67,12 +72,14 @@ __all__ = [
     "ConjugateLink",
     "DirichletPosteriorBlock",
     "analyse_model",
+    "conjugate_structure",
     "find_conjugate_link",
     "find_dirichlet_posterior",
 ]
 
 _PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
 _LIKELIHOODS = likelihoods(CONJUGATE_LIKELIHOODS)
+_ROUTE = "The Laplace statistics (mechanism='laplace')"
 
 
 def _truncation(prior_rv: Variable) -> tuple[float, float] | None:
@@ -81,6 +88,48 @@ def _truncation(prior_rv: Variable) -> tuple[float, float] | None:
         return None
     lower, upper = (float(variable_value(v)) for v in prior_rv.owner.inputs[-2:])
     return lower, upper
+
+
+def conjugate_structure(model: pm.Model, observed_rv: Variable):
+    """(likelihood, params, prior_rv, index, prior) of a conjugate likelihood, read from the
+    graph alone (no record is read), or a refusal.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If the likelihood is unsupported (another distribution, or a probability that is not
+        a Beta or Dirichlet free variable: a logistic link, a computed graph), naming what was
+        found and listing :data:`~pymc_dp.families.LAPLACE_PATTERNS`; if the probability is a
+        ``pm.Deterministic`` (remove it); if it is a TruncatedDirichlet.
+    """
+    name = observed_rv.name
+    likelihood = distribution_name(observed_rv, _LIKELIHOODS)
+    if likelihood is None:
+        found = f"a {type(observed_rv.owner.op).__name__} likelihood"
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+    params = observed_rv.owner.op.dist_params(observed_rv.owner)
+    prob = params[-1]
+    prior_rv, index = split_parameter(prob, model, name)
+    deterministic = deterministic_of(prior_rv, model)
+    if deterministic is not None:
+        raise wrapped_parameter(name, "probability", deterministic)
+    if prior_rv.owner is not None and isinstance(prior_rv.owner.op, TruncatedDirichletRV):
+        raise NonPrivateModelError(
+            f"{name}: its probability {prior_rv.name} is a TruncatedDirichlet, which only the "
+            "posterior-sampling mechanisms take (mechanism='ops', 'gibbs-exponential'); the "
+            "released statistics and the Dirichlet posterior releases need an untruncated "
+            "pm.Dirichlet. Nothing was released."
+        )
+    prior = distribution_name(prior_rv, _PRIORS)
+    if prior is None or prior_rv not in model.free_RVs:
+        what = (
+            f"the free variable {prior_rv.name!r} ({type(prior_rv.owner.op).__name__})"
+            if prior_rv in model.free_RVs
+            else describe_graph(prior_rv)
+        )
+        found = f"a {LIKELIHOODS[likelihood].__name__} whose probability is {what}"
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+    return likelihood, params, prior_rv, index, prior
 
 
 def find_conjugate_link(
@@ -106,33 +155,11 @@ def find_conjugate_link(
         as is (:func:`~pymc_dp.analysis.graph.require_as_is`).
     """
     name = observed_rv.name
-    likelihood = distribution_name(observed_rv, _LIKELIHOODS)
-    if likelihood is None:
-        supported = ", ".join(f"{p}-{lik}" for p, lik in FAMILIES)
-        raise NonPrivateModelError(
-            f"{name}: {type(observed_rv.owner.op).__name__} likelihood has no private mechanism "
-            f"here (supported conjugate pairs: {supported})"
-        )
-    params = observed_rv.owner.op.dist_params(observed_rv.owner)
-    prob = params[-1]
-    prior_rv, index = split_parameter(prob, model, name)
+    likelihood, params, prior_rv, index, prior = conjugate_structure(model, observed_rv)
     values = model.rvs_to_values[observed_rv]
     require_as_is(values, name, OBSERVED)
     if index is not None:
         require_as_is(index, name, "group labels")
-    prior = distribution_name(prior_rv, _PRIORS)
-    if isinstance(prior_rv.owner.op, TruncatedDirichletRV):
-        raise NonPrivateModelError(
-            f"{name}: its probability {prior_rv.name} is a TruncatedDirichlet, which only the "
-            "posterior-sampling mechanisms take (mechanism='ops', 'gibbs-exponential'); the "
-            "released statistics and the Dirichlet posterior releases need an untruncated "
-            "pm.Dirichlet. Nothing was released."
-        )
-    if prior is None or prior_rv not in model.free_RVs:
-        raise NonPrivateModelError(
-            f"{name}: the probability of its {likelihood} likelihood must be a Beta or Dirichlet "
-            "free variable, used directly or indexed by group labels (p or p[group])"
-        )
     family = FAMILIES.get((prior, likelihood))
     if family is None:
         raise NonPrivateModelError(f"{name}: a {prior} prior is not conjugate to a {likelihood}")
@@ -169,15 +196,17 @@ def analyse_model(
 
     Checks, in order: no imputed (NaN) observations; the structure of every bounded
     likelihood (Poisson, Normal, linear regression: :mod:`pymc_dp.analysis.bounded`, with
-    its ``data_bounds``); nothing but the observed likelihoods reads a private array, and a
-    regression's covariates are read by its likelihood only
-    (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is classified here,
-    nothing declared public, when not given); every other observed variable is a supported
-    conjugate likelihood; every Beta/Dirichlet prior that feeds a likelihood feeds nothing
-    else (no other random variable or potential depends on it), so that its conditional is
-    exactly the conjugate posterior; every record lies in its declared domain (or is clamped
-    into its bounds, on opt-in). Records in a Dask collection (:func:`pymc_dp.Data`) are
-    validated, and their statistics computed, in one pass (:func:`pymc_dp.records.summarise`).
+    its ``data_bounds``); the structure of every other likelihood, a Beta or Dirichlet
+    conjugate pair (:func:`conjugate_structure`: anything else is refused as unsupported,
+    before the declarations and the private reads are checked); nothing but the observed
+    likelihoods reads a private array, and a regression's covariates are read by its
+    likelihood only (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is
+    classified here, nothing declared public, when not given); every Beta/Dirichlet prior
+    that feeds a likelihood feeds nothing else (no other random variable or potential
+    depends on it), so that its conditional is exactly the conjugate posterior; every record
+    lies in its declared domain (or is clamped into its bounds, on opt-in). Records in a Dask
+    collection (:func:`pymc_dp.Data`) are validated, and their statistics computed, in one
+    pass (:func:`pymc_dp.records.summarise`).
 
     Parameters
     ----------
@@ -232,6 +261,9 @@ def analyse_model(
         for rv in model.observed_RVs
         if is_bounded_likelihood(rv)
     }
+    for rv in model.observed_RVs:
+        if rv.name not in bounded:  # unsupported likelihoods are refused as such, first
+            conjugate_structure(model, rv)
     unused = sorted(set(data_bounds) - bounded_data_bounds_keys(bounded))
     if unused:
         raise ValueError(

@@ -41,6 +41,8 @@ __all__ = [
     "OBSERVED",
     "TRIALS_LIKELIHOODS",
     "check_conjugate_dependents",
+    "describe_graph",
+    "deterministic_of",
     "distribution_name",
     "is_data",
     "likelihoods",
@@ -52,7 +54,9 @@ __all__ = [
     "rv_shape",
     "split_parameter",
     "strip_expand_dims",
+    "unsupported_likelihood",
     "variable_value",
+    "wrapped_parameter",
 ]
 
 
@@ -172,7 +176,7 @@ def require_as_is(variable: Variable, name: str, what: str) -> Variable:
             return inner
     raise NonPrivateModelError(
         f"{name}: its {what} are computed in the model graph: the {what} of {name!r} must be "
-        f"an array or a pm.Data container used as is; found {_describe(variable)}. The "
+        f"an array or a pm.Data container used as is; found {describe_graph(variable)}. The "
         f"statistics are computed from the container's values, so a cast, scaling, slice or "
         f"other transformation would release statistics of other {what} than the likelihood "
         "reads (a posterior for a different model). Compute them before building the model "
@@ -187,7 +191,7 @@ def _is_cast(variable: Variable) -> bool:
     )
 
 
-def _describe(variable: Variable, depth: int = 4, top: bool = True) -> str:
+def describe_graph(variable: Variable, depth: int = 4, top: bool = True) -> str:
     """The operations of a graph, e.g. ``Cast{int64}(X)``: op and container names only.
 
     Constants are shown as ``constant`` (a constant array may hold records), random variables
@@ -204,8 +208,55 @@ def _describe(variable: Variable, depth: int = 4, top: bool = True) -> str:
     label = str(op) if isinstance(op, Elemwise | DimShuffle) else type(op).__name__
     if depth <= 1:
         return f"{label}(...)"
-    inputs = ", ".join(_describe(strip_expand_dims(i), depth - 1, top=False) for i in node.inputs)
+    inputs = ", ".join(
+        describe_graph(strip_expand_dims(i), depth - 1, top=False) for i in node.inputs
+    )
     return f"{label}({inputs})"
+
+
+def unsupported_likelihood(
+    name: str, found: str, route: str, patterns: tuple[str, ...]
+) -> NonPrivateModelError:
+    """The refusal of a likelihood that no pattern of ``route`` takes.
+
+    ``found`` says what the model has (distribution and op names, variable names: never a
+    value); ``patterns`` is the route's table of what its recogniser accepts
+    (:data:`pymc_dp.families.LAPLACE_PATTERNS`,
+    :data:`pymc_dp.analysis.tempered.TEMPERED_PATTERNS`), listed as is.
+    """
+    return NonPrivateModelError(
+        f"{name}: unsupported likelihood: {found}. {route} take only: {'; '.join(patterns)}. "
+        "Any other likelihood has no private mechanism here (it is not a question of declaring "
+        "data public). Nothing was released."
+    )
+
+
+def deterministic_of(variable: Variable, model: pm.Model) -> Variable | None:
+    """The ``pm.Deterministic`` of ``model`` that ``variable`` is (broadcast dimensions
+    aside), else None."""
+    variable = strip_expand_dims(variable)
+    return variable if variable in model.deterministics else None
+
+
+def wrapped_parameter(name: str, role: str, deterministic: Variable) -> NonPrivateModelError:
+    """The refusal of a likelihood whose ``role`` (its probability, mean, rate) is a
+    ``pm.Deterministic``: say to remove it, and why."""
+    inner = deterministic.owner.inputs[0] if deterministic.owner is not None else None
+    if inner is not None and inner.name:
+        wrapped = inner.name
+    else:
+        wrapped = (
+            "its value" if inner is None else f"the expression it wraps ({describe_graph(inner)})"
+        )
+    return NonPrivateModelError(
+        f"{name}: its {role} is the pm.Deterministic {deterministic.name!r}; remove the "
+        f"Deterministic from the likelihood and pass {wrapped} to it directly. The recogniser "
+        "matches a likelihood's parameter to the graph its mechanism is for (the prior's free "
+        "variable itself, p or p[group], or X @ beta + alpha) and does not look through a "
+        "Deterministic, even one that only renames the parameter. A Deterministic of the "
+        "parameter may stay in the model beside the likelihood (it is computed from the "
+        "released draws). Nothing was released."
+    )
 
 
 def is_data(variable: Variable, model: pm.Model) -> bool:

@@ -49,13 +49,17 @@ from pytensor.graph.traversal import ancestors
 from pymc_dp.analysis.graph import (
     LIKELIHOODS,
     check_conjugate_dependents,
+    describe_graph,
+    deterministic_of,
     distribution_name,
     is_data,
     record_domain,
     record_values,
     reject_imputation,
     split_parameter,
+    unsupported_likelihood,
     variable_value,
+    wrapped_parameter,
 )
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.distributions import TruncatedDirichletRV
@@ -77,6 +81,7 @@ from pymc_dp.ledger import compose
 
 __all__ = [
     "LIKELIHOOD_PRIORS",
+    "TEMPERED_PATTERNS",
     "BoundedLikelihood",
     "TemperedBlock",
     "TemperedModel",
@@ -102,6 +107,19 @@ _HOW_TO_TRUNCATE = {
     "normal": "pm.TruncatedNormal(name, mu, sigma, lower=m_lo, upper=m_hi)",
     "dirichlet": "pymc_dp.distributions.TruncatedDirichlet(name, alpha, a0)",
 }
+_RECORD_BOUNDS = {
+    "poisson": "data_bounds on the counts",
+    "normal": "sigma constant, data_bounds on the values",
+}
+_ROUTE = "The posterior-sampling mechanisms (mechanism='ops', 'gibbs-exponential', 'metropolis')"
+
+TEMPERED_PATTERNS: tuple[str, ...] = tuple(
+    f"{LIKELIHOODS[likelihood].__name__}(θ or θ[group]) with θ ~ {_HOW_TO_TRUNCATE[prior]}"
+    + (f", {_RECORD_BOUNDS[likelihood]}" if likelihood in _RECORD_BOUNDS else "")
+    for likelihood, prior in LIKELIHOOD_PRIORS.items()
+)
+"""Every likelihood the posterior-sampling mechanisms take, generated from
+:data:`LIKELIHOOD_PRIORS`: the list a refusal of an unsupported likelihood gives."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -359,15 +377,22 @@ def _bounded_likelihood(
     name = observed_rv.name
     likelihood = _likelihood_kind(observed_rv)
     if likelihood is None:
-        raise NonPrivateModelError(
-            f"{name}: {type(observed_rv.owner.op).__name__} likelihood has no log-likelihood "
-            f"bound here (supported: {', '.join(LIKELIHOOD_PRIORS)})"
-        )
+        found = f"a {type(observed_rv.owner.op).__name__} likelihood"
+        raise unsupported_likelihood(name, found, _ROUTE, TEMPERED_PATTERNS)
     params = observed_rv.owner.op.dist_params(observed_rv.owner)
     parameter = params[0] if likelihood == "normal" else params[-1]
     prior_rv, index = split_parameter(parameter, model, name)
     needed = LIKELIHOOD_PRIORS[likelihood]
     kind = _prior_kind(prior_rv)
+    deterministic = deterministic_of(prior_rv, model)
+    if deterministic is not None:
+        raise wrapped_parameter(name, "parameter", deterministic)
+    if prior_rv not in model.basic_RVs:  # a computed parameter: a link function, X @ beta
+        found = (
+            f"a {LIKELIHOODS[likelihood].__name__} whose parameter is computed: "
+            f"{describe_graph(prior_rv)}"
+        )
+        raise unsupported_likelihood(name, found, _ROUTE, TEMPERED_PATTERNS)
     if prior_rv not in model.free_RVs or kind is None:
         plain = _untruncated_kind(prior_rv) if prior_rv.owner is not None else None
         missing = (

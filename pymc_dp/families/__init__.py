@@ -32,9 +32,16 @@ BOUNDED_FAMILIES: dict[str, BoundedFamily] = {
 }
 """The families with declared record bounds, by name (as releases and the ledger spell it)."""
 
+LAPLACE_PATTERNS: tuple[str, ...] = tuple(
+    family.pattern for family in (*FAMILIES.values(), *BOUNDED_FAMILIES.values())
+)
+"""Every likelihood the Laplace statistics take, one pattern per family: the list a refusal
+of an unsupported likelihood gives (no other copy)."""
+
 __all__ = [
     "BOUNDED_FAMILIES",
     "FAMILIES",
+    "LAPLACE_PATTERNS",
     "BetaBernoulli",
     "BetaBinomial",
     "BoundedFamily",

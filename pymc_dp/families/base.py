@@ -81,6 +81,9 @@ class ConjugateFamily(ABC):
     name: str
     prior: str  # "beta" or "dirichlet"
     likelihood: str
+    pattern: str
+    """The model the recogniser takes for this family, as refusals list it
+    (:data:`pymc_dp.families.LAPLACE_PATTERNS`)."""
 
     @abstractmethod
     def validate(self, data: np.ndarray, domain: RecordDomain, variable: str) -> None:

@@ -72,6 +72,7 @@ class BetaBernoulli(_BetaFamily):
 
     name = "beta-bernoulli"
     likelihood = "bernoulli"
+    pattern = "Bernoulli(p=p or p[group]) with p ~ Beta"
 
     def validate(self, data: np.ndarray, domain: RecordDomain, variable: str) -> None:
         values = require_integers(data, variable)
@@ -90,6 +91,7 @@ class BetaBinomial(_BetaFamily):
 
     name = "beta-binomial"
     likelihood = "binomial"
+    pattern = "Binomial(n, p=p or p[group]) with p ~ Beta"
 
     def validate(self, data: np.ndarray, domain: RecordDomain, variable: str) -> None:
         values = require_integers(data, variable)

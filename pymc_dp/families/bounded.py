@@ -198,6 +198,9 @@ class BoundedFamily(ABC):
 
     name: str
     likelihood: str
+    pattern: str
+    """The model the recogniser takes for this family, as refusals list it
+    (:data:`pymc_dp.families.LAPLACE_PATTERNS`)."""
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {}
     """NUTS options (``target_accept``, ``init``) the noise-aware model samples well with;
     the Laplace route uses them unless the caller chose its own."""

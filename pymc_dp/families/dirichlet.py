@@ -71,6 +71,7 @@ class DirichletCategorical(_DirichletFamily):
 
     name = "dirichlet-categorical"
     likelihood = "categorical"
+    pattern = "Categorical(p=p or p[group]) with p ~ Dirichlet"
 
     def validate(self, data: np.ndarray, domain: RecordDomain, variable: str) -> None:
         values = require_integers(data, variable, "categories")
@@ -91,6 +92,7 @@ class DirichletMultinomial(_DirichletFamily):
 
     name = "dirichlet-multinomial"
     likelihood = "multinomial"
+    pattern = "Multinomial(n, p=p or p[group]) with p ~ Dirichlet"
 
     def validate(self, data: np.ndarray, domain: RecordDomain, variable: str) -> None:
         counts = require_integers(data, variable, "counts")

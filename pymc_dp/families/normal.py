@@ -420,6 +420,7 @@ class NormalFamily(_SecondMomentFamily):
 
     name = "normal"
     likelihood = "normal"
+    pattern = "Normal(mu, sigma), mu and sigma scalar graphs, with data_bounds on the values"
     # the noise variances and a small σ curve the posterior: divergences at PyMC's 0.8
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {"target_accept": 0.95}
 

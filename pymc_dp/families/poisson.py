@@ -80,6 +80,7 @@ class PoissonFamily(BoundedFamily):
 
     name = "poisson"
     likelihood = "poisson"
+    pattern = "Poisson(mu=lam or lam[group]), lam a positive graph, with data_bounds on the counts"
 
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
         structure = link.structure

@@ -62,6 +62,10 @@ class LinearRegressionFamily(_SecondMomentFamily):
 
     name = "linear-regression"
     likelihood = "normal"
+    pattern = (
+        "Normal(mu=X @ beta (+ alpha), sigma), X a data matrix, with data_bounds on the values "
+        "and on X"
+    )
     # α and β are strongly correlated when the release identifies only some combinations of
     # them: a dense mass matrix cuts the tree depth from ~8 to ~5 (ESS/s ×9 at ε = 5)
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {

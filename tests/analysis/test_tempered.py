@@ -167,7 +167,7 @@ def _refusal_models():
         "open_gamma": (open_gamma, {"data_bounds": {"count": (0, 5)}}, "both ends"),
         "no_bounds": (_mixed_model(), {}, "data_bounds"),
         "random_sigma": (random_sigma, {"data_bounds": {"value": (-3, 3)}}, r"reads \['s'\]"),
-        "shared": (shared, {}, "must be a truncated beta free variable"),
+        "shared": (shared, {}, r"unsupported likelihood: a Bernoulli whose parameter is computed"),
         "feeds_other": (feeds_other, {}, "also feeds"),
         "hyper_dirichlet": (hyper_dirichlet, {}, "constant alpha"),
         "wrong_prior": (wrong_prior, {}, "truncated beta prior, got gamma"),

@@ -277,7 +277,7 @@ def test_logit_parameterised_bernoulli_is_refused():
     with pm.Model():
         a = pm.Normal("a")
         pm.Bernoulli("y", logit_p=a, observed=np.ones(5, int))
-        with pytest.raises(NonPrivateModelError, match=r"y: the probability of its bernoulli"):
+        with pytest.raises(NonPrivateModelError, match=r"y: unsupported likelihood: a Bernoulli"):
             pymc_dp.sample(10, epsilon=1.0, **FAST)
 
 

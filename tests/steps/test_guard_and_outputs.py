@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 
@@ -294,6 +295,25 @@ def test_trace_ledger_counts_each_release_once():
 # --- L10: pm.sample options are checked before anything is charged --------------------------
 
 
+def test_sample_names_the_sampler_arguments_of_pm_sample_in_its_places_with_its_defaults():
+    ours = inspect.signature(pymc_dp.sample).parameters
+    theirs = inspect.signature(pm.sample).parameters
+    names = ["draws", "tune", "chains", "cores", "random_seed"]
+    assert list(ours)[:5] == list(theirs)[:5] == names
+    for name in names:
+        assert (ours[name].kind, ours[name].default) == (theirs[name].kind, theirs[name].default)
+    assert ours["tune"].kind is inspect.Parameter.KEYWORD_ONLY and ours["tune"].default is None
+
+
+def test_none_sampler_arguments_are_pymc_defaults_and_named_ones_are_checked():
+    ledger = PrivacyLedger(budget=1.0)
+    with pytest.raises(ValueError, match="chains must be >= 1"):
+        pymc_dp.sample(5, chains=0, model=_beta_model(), epsilon=1.0, ledger=ledger)
+    with pytest.raises(ValueError, match="random_seed"):
+        pymc_dp.sample(5, random_seed=-3, model=_beta_model(), epsilon=1.0, ledger=ledger)
+    assert len(ledger) == 0
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -302,7 +322,6 @@ def test_trace_ledger_counts_each_release_once():
         {"chains": 0},
         {"chains": 1.5},
         {"tune": -1},
-        {"tune": None},
         {"cores": 0},
         {"var_names": ["nope"]},
         {"random_seed": "x"},
