@@ -79,6 +79,58 @@ def log_noise(x, kink, weight, quadratic):
 
 
 @njit(cache=True, error_model="numpy")
+def _phi(x, start, top, shift, sigma, slope):
+    """Φ(x) = log f_Γ(x) + slope·x at x clipped into [start, top]."""
+    x = min(max(x, start), top)
+    return log_gamma_part(x, shift, sigma) + slope * x
+
+
+@njit(cache=True, error_model="numpy")
+def _no_rise(num, den, slope, start, last, rising):
+    """True if the increments of Φ = log f_Γ + slope·x provably have one sign at every
+    integer of [start, last]: all ≤ 0 (``rising`` False: Φ is largest at ``start``) or all ≥ 0
+    (``rising`` True: largest at ``last + 1``). Then the exact maximum of :func:`sup_rise` is
+    the reference and no log-Gamma is evaluated; False means "not proven" (the caller computes
+    the exact maximum).
+
+    An increment has the sign of P(x) = e^slope·num(x) − den(x) (den > 0 on the support).
+    Q = ±P (the sign wanted) is a quadratic: concave or linear, its minimum on the interval is
+    at an end; convex, at an integer next to its vertex. Q is required to be positive there
+    with a relative margin far above the rounding of P (:func:`_signed_p`).
+    """
+    factor = math.exp(slope)
+    q2 = factor * num[0] - den[0]
+    q1 = factor * num[1] - den[1]
+    q0 = factor * num[2] - den[2]
+    sign = 1.0 if rising else -1.0  # Q = sign·P must be ≥ 0 on [start, last]
+    lead = sign * q2
+    if lead <= 0.0:  # Q concave (or linear): its minimum is at an end
+        return (
+            math.isfinite(last)
+            and _signed_p(q2, q1, q0, factor, num, den, sign, start)
+            and _signed_p(q2, q1, q0, factor, num, den, sign, last)
+        )
+    # Q convex: its minimum over the integers is next to the vertex −q1/(2·q2); the integers
+    # around the computed vertex (off by far less than 1), clipped into the interval
+    base = np.floor(-q1 / (2.0 * q2)) - 1.0
+    for i in range(4):
+        x = base + i
+        if not _signed_p(q2, q1, q0, factor, num, den, sign, min(max(x, start), last)):
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _signed_p(q2, q1, q0, factor, num, den, sign, x):
+    """sign·P(x) ≥ 1e-12·Σ_i (e^slope·|num_i| + |den_i|)·|x|^i: a sign that the rounding of
+    P's coefficients and of its evaluation (≲ 1e-15 of that sum) cannot flip."""
+    ax = abs(x)
+    size = (factor * abs(num[0]) + abs(den[0])) * ax * ax
+    size += (factor * abs(num[1]) + abs(den[1])) * ax + factor * abs(num[2]) + abs(den[2])
+    return sign * ((q2 * x + q1) * x + q0) >= 1e-12 * size
+
+
+@njit(cache=True, error_model="numpy")
 def sup_rise(shift, sigma, num, den, start, end, slope, reference):
     """max over integers x ∈ [start, end] of Φ(x) − Φ(reference), Φ = log f_Γ(x) + slope·x.
 
@@ -94,24 +146,15 @@ def sup_rise(shift, sigma, num, den, start, end, slope, reference):
     top = end if end > start else start
     last = end if math.isfinite(end) else start
     phi_ref = log_gamma_part(reference, shift, sigma) + slope * reference
-    best = phi_ref
-    points = np.empty(6)
-    points[0] = start
-    points[1] = last
-    n_points = 2
+    best = max(phi_ref, _phi(start, start, top, shift, sigma, slope))
+    best = max(best, _phi(last, start, top, shift, sigma, slope))
     disc = q1 * q1 - 4.0 * q2 * q0
     if disc >= 0.0:
         q = -0.5 * (q1 + math.copysign(math.sqrt(disc), q1))
         for root in (q / q2, q0 / q):
             if math.isfinite(root):
-                points[n_points] = math.floor(root)
-                points[n_points + 1] = math.ceil(root)
-                n_points += 2
-    for i in range(n_points):
-        x = min(max(points[i], start), top)
-        phi = log_gamma_part(x, shift, sigma) + slope * x
-        if phi > best:
-            best = phi
+                best = max(best, _phi(np.floor(root), start, top, shift, sigma, slope))
+                best = max(best, _phi(np.ceil(root), start, top, shift, sigma, slope))
     return best - phi_ref
 
 
@@ -135,7 +178,12 @@ def tail_bound(shift, sigma, num, den, kink, weight, quadratic, edge, f_edge, si
     if not half < 0.0:
         return np.inf
     if side > 0:
-        rise = sup_rise(shift, sigma, num, den, edge, upper, half, edge)
+        if _no_rise(num, den, half, edge, upper - 1.0, False):
+            rise = 0.0
+        else:
+            rise = sup_rise(shift, sigma, num, den, edge, upper, half, edge)
+    elif _no_rise(num, den, -half, 0.0, edge - 1.0, True):
+        rise = 0.0
     else:
         rise = sup_rise(shift, sigma, num, den, 0.0, edge, -half, edge)
     return f_edge + rise + ROUNDING + half - math.log(-math.expm1(half))
@@ -160,8 +208,8 @@ def settle_window(upper, shift, sigma, num, den, kink, weight, quadratic, scale,
         if weight[i] > 0.0 or quadratic[i] > 0.0:
             low_kink = min(low_kink, kink[i])
             high_kink = max(high_kink, kink[i])
-    lo = min(max(math.floor(min(max(low_kink, 0.0), upper)) - w0, 0.0), upper)
-    hi = min(max(math.ceil(min(max(high_kink, 0.0), upper)) + w0, lo), upper)
+    lo = min(max(np.floor(min(max(low_kink, 0.0), upper)) - w0, 0.0), upper)
+    hi = min(max(np.ceil(min(max(high_kink, 0.0), upper)) + w0, lo), upper)
     half_tol = math.log(tol / 2.0)
     for _ in range(MAX_GROWTHS):
         length = int(hi - lo) + 1
