@@ -456,3 +456,18 @@ def cell_sweep(counts, concentration, noisy, scale, gaussian, tol, uniforms):
 KERNELS = (pair_sweep, cell_sweep, target_rows, window_rows, draw_rows, sup_rises)
 """The entry points :mod:`pymc_dp.families.latent_counts` calls
 (:func:`pymc_dp.compiling.numba_needs_compiling`)."""
+
+
+def compile_all() -> None:
+    """Compile every entry point of :data:`KERNELS` now, on a tiny public example (no data),
+    so a first run compiles them all at once and later runs load them from numba's cache."""
+    one, two = np.ones(1), np.ones((1, 2))
+    target = target_rows(False, 2.0 * one, one, one, one, np.full(1, np.nan), one, False)
+    shift, num, den, kink, weight, quadratic = target
+    sigma = np.array([1.0, 1.0, -1.0, -1.0])
+    rows = (2.0 * one, shift, sigma, num, den, kink, weight, quadratic, one)
+    window_rows(*rows, 1e-10)
+    draw_rows(*rows, 1e-10, 0.5 * one)
+    sup_rises(shift, sigma, num, den, 0.0 * two, 2.0 * two, -0.1 * two, 0.0 * two)
+    pair_sweep(two.copy(), two, two, one, False, 1e-10, 0.5 * one)
+    cell_sweep(two.copy(), two, two, one, False, 1e-10, 0.5 * two[0])

@@ -289,9 +289,12 @@ def _target_arrays(target: CountConditional) -> tuple:
 
 
 def announce_kernels() -> None:
-    """Say so before sampling when the latent counts' numba kernels compile (first run on a
-    machine; :mod:`pymc_dp.compiling`)."""
-    announce("the latent counts' numba kernels", numba_needs_compiling(*_kernels.KERNELS))
+    """Before sampling: if the latent counts' numba kernels are neither compiled in this
+    process nor in numba's on-disk cache, say so (:mod:`pymc_dp.compiling`) and compile them
+    all now, so the next runs load them and say nothing."""
+    if numba_needs_compiling(*_kernels.KERNELS):
+        announce("the latent counts' numba kernels", True)
+        _kernels.compile_all()
 
 
 # --- case 1: one released component, public total, constant prior ---------------------------
