@@ -55,8 +55,14 @@ a rigorous bound on the omitted mass, relative to the enumerated mass, is below 
 (:func:`count_window`). The bound uses the concavity of the Laplace terms and the exact maximum
 of the Gamma-function part against half the Laplace decay (:func:`sup_log_gamma_part`; its
 increments are the log of a ratio of two quadratics, so that maximum is found at the roots of
-a quadratic). Truncating to the window changes each conditional by at most ``tol`` in total
-variation.
+a quadratic; usually the sign of that quadratic alone proves the maximum is at the window's
+edge, and no log-Gamma is evaluated). Truncating to the window changes each conditional by at
+most ``tol`` in total variation.
+
+Compiled. The windows, draws and whole sweeps run in the numba kernels of
+:mod:`pymc_dp.families._count_kernels` (one call per sweep, uniforms from the caller's
+generator); the first noise-aware run on a machine compiles them and says so
+(:func:`announce_kernels`).
 
 Large counts. The window is O(b · (log(1/tol) + log-factors of the prior)) wide wherever the
 counts are: the Gamma-function part varies slowly (like (a − 1)·log x) while the Laplace factor
