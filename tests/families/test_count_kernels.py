@@ -46,7 +46,9 @@ def _private_posterior(a, noisy, scale, noise, size=60):
     support = np.array(list(itertools.product(range(size), repeat=len(a))))
     total = support.sum(axis=1)
     log_p = gammaln(total + 0.5) - gammaln(total + 1.0)
-    log_p = log_p + np.array([stats.dirichlet_multinomial.logpmf(c, a, c.sum()) for c in support])
+    # Dirichlet-multinomial pmf in closed form (scipy's, vectorised over the grid)
+    log_p = log_p + gammaln(a.sum()) - gammaln(total + a.sum()) + gammaln(total + 1.0)
+    log_p = log_p + np.sum(gammaln(support + a) - gammaln(a) - gammaln(support + 1.0), axis=1)
     log_p = log_p + _log_noise(noisy, support, scale, noise)
     return support, np.exp(log_p - logsumexp(log_p))
 
