@@ -194,8 +194,11 @@ def tail_bound(shift, sigma, num, den, kink, weight, quadratic, edge, f_edge, si
 
 
 @njit(cache=True, error_model="numpy")
-def settle_window(upper, shift, sigma, num, den, kink, weight, quadratic, scale, tol, buf):
-    """Fill ``buf[:L]`` with log f on the window lo..lo + L − 1 (up to a constant).
+def settle_window(
+    upper, shift, sigma, num, den, kink, weight, quadratic, scale, tol, buf, as_weights
+):
+    """Fill ``buf[:L]`` with log f on the window lo..lo + L − 1 (up to a constant), or with
+    the weights f/max f if ``as_weights`` (what a draw needs: one exponential per point).
 
     Returns (lo, L, top, log_mass, buf): top = max log f, log_mass = log Σ f on the window,
     and the buffer (a larger one when the window outgrew ``buf``). The omitted mass is at most
@@ -232,14 +235,16 @@ def settle_window(upper, shift, sigma, num, den, kink, weight, quadratic, scale,
             buf[i] = value
             if value > top:
                 top = value
+        f_lo, f_hi = buf[0], buf[length - 1]
         total = 0.0
         for i in range(length):
-            total += math.exp(buf[i] - top)
+            value = math.exp(buf[i] - top)
+            total += value
+            if as_weights:
+                buf[i] = value
         log_mass = top + math.log(total)
-        right = tail_bound(
-            shift, sigma, num, den, kink, weight, quadratic, hi, buf[length - 1], 1.0, upper
-        )
-        left = tail_bound(shift, sigma, num, den, kink, weight, quadratic, lo, buf[0], -1.0, upper)
+        right = tail_bound(shift, sigma, num, den, kink, weight, quadratic, hi, f_hi, 1.0, upper)
+        left = tail_bound(shift, sigma, num, den, kink, weight, quadratic, lo, f_lo, -1.0, upper)
         grow_right = right - log_mass > half_tol
         grow_left = left - log_mass > half_tol
         if not (grow_right or grow_left):
@@ -253,12 +258,13 @@ def settle_window(upper, shift, sigma, num, den, kink, weight, quadratic, scale,
 
 
 @njit(cache=True, error_model="numpy")
-def draw_from_window(buf, length, top, log_mass, u):
-    """Inverse CDF on a settled window: the offset of the draw for uniform ``u``."""
+def draw_from_window(weights, length, top, log_mass, u):
+    """Inverse CDF on a window settled ``as_weights``: the offset of the draw for uniform
+    ``u``."""
     target = u * math.exp(log_mass - top)
     cumulative = 0.0
     for i in range(length):
-        cumulative += math.exp(buf[i] - top)
+        cumulative += weights[i]
         if cumulative > target:
             return i
     return length - 1
@@ -275,7 +281,7 @@ def window_rows(upper, shift, sigma, num, den, kink, weight, quadratic, scale, t
     for r in range(rows):
         lo, length, _, _, buf = settle_window(
             upper[r], shift[r], sigma, num[r], den[r], kink[r], weight[r], quadratic[r],
-            scale[r], tol, buf,
+            scale[r], tol, buf, False,
         )  # fmt: skip
         los[r] = lo
         lengths[r] = length
@@ -298,7 +304,7 @@ def draw_rows(upper, shift, sigma, num, den, kink, weight, quadratic, scale, tol
     for r in range(rows):
         lo, length, top, log_mass, buf = settle_window(
             upper[r], shift[r], sigma, num[r], den[r], kink[r], weight[r], quadratic[r],
-            scale[r], tol, buf,
+            scale[r], tol, buf, True,
         )  # fmt: skip
         out[r] = lo + draw_from_window(buf, length, top, log_mass, uniforms[r])
     return out
@@ -416,7 +422,7 @@ def pair_sweep(counts, concentration, noisy, scale, gaussian, tol, uniforms):
                 scale[b], gaussian, shift, num, den, kink, weight, quadratic,
             )  # fmt: skip
             lo, length, top, log_mass, buf = settle_window(
-                m, shift, sigma, num, den, kink, weight, quadratic, scale[b], tol, buf
+                m, shift, sigma, num, den, kink, weight, quadratic, scale[b], tol, buf, True
             )
             x = lo + draw_from_window(buf, length, top, log_mass, uniforms[used])
             used += 1
@@ -451,7 +457,7 @@ def cell_sweep(counts, concentration, noisy, scale, gaussian, tol, uniforms):
                 shift, num, den, kink, weight, quadratic,
             )  # fmt: skip
             lo, length, top, log_mass, buf = settle_window(
-                np.inf, shift, sigma, num, den, kink, weight, quadratic, scale[b], tol, buf
+                np.inf, shift, sigma, num, den, kink, weight, quadratic, scale[b], tol, buf, True
             )
             counts[b, k] = lo + draw_from_window(buf, length, top, log_mass, uniforms[k * rows + b])
     return counts
