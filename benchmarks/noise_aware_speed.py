@@ -20,6 +20,12 @@ time of the whole call. After the release the cost should not grow with n (the l
 enumerated on a window of width O(b log(1/tol)) whatever n is); the records themselves are
 validated and summed once, which is O(n).
 
+Part 3, the collapsed Gibbs cases (the latent table swept by the compiled kernels of
+:mod:`pymc_dp.families._count_kernels`), n = 1000, ε = 1, 1000 tune + ``--draws`` draws for
+both inferences: Dirichlet–Categorical K = 3 under replace-one (public total: pair moves) and
+Beta–Bernoulli with three groups under add-remove-one (private totals: cell moves). ESS: the
+minimum bulk ESS over the components.
+
 Run: python benchmarks/noise_aware_speed.py [--draws 20000] [--quick]
 """
 
@@ -66,6 +72,40 @@ def _run(n: int, epsilon: float, inference: str, draws: int, seed: int) -> tuple
     return wall, ess
 
 
+def _run_gibbs(case: str, inference: str, draws: int, seed: int = 3) -> tuple[float, float]:
+    """Part 3: (wall seconds of the whole pymc_dp.sample call, min bulk ESS of θ)."""
+    rng = np.random.default_rng(seed)
+    n, options = 1000, {}
+    with pm.Model():
+        if case == "Dirichlet K=3, replace-one":
+            theta = pm.Dirichlet("theta", np.ones(3))
+            pm.Categorical("y", p=theta, observed=rng.choice(3, size=n, p=[0.2, 0.3, 0.5]))
+        else:
+            group = rng.integers(0, 3, size=n)
+            theta = pm.Beta("theta", 1.0, 1.0, shape=3)
+            pm.Bernoulli("y", p=theta[group], observed=rng.binomial(1, 0.3, size=n))
+            options = {"neighbouring": "add-remove-one", "public": []}
+        gc.collect()
+        start = time.perf_counter()
+        idata = pymc_dp.sample(
+            draws,
+            epsilon=1.0,
+            inference=inference,
+            tune=1000,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            noise_backend="numpy",
+            noise_rng=np.random.default_rng(seed + 1),
+            compute_convergence_checks=False,
+            progressbar=False,
+            **options,
+        )
+        wall = time.perf_counter() - start
+    ess = float(az.ess(idata, var_names=["theta"], method="bulk")["theta"].min())
+    return wall, ess
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=20_000)
@@ -102,6 +142,17 @@ def main() -> None:
         per_draw = (long - short) / (2 * (draws - draws // 10)) * 1e6
         baseline = baseline or per_draw
         print(f"{n:>9} {long:>13.2f} {per_draw:>12.1f} {per_draw / baseline:>17.2f}")
+
+    print(f"\nPart 3: collapsed Gibbs cases, n = 1000, eps = 1, 2 chains x (1000 + {draws})")
+    print(f"{'case':<30} {'noise-aware ESS/s':>18} {'plugin ESS/s':>13} {'aware/plugin':>13}")
+    for case in ("Dirichlet K=3, replace-one", "Beta 3 groups, add-remove-one"):
+        rates = {}
+        for inference in ("noise-aware", "plugin"):
+            _run_gibbs(case, inference, 50)  # warm-up
+            wall, ess = _run_gibbs(case, inference, draws)
+            rates[inference] = ess / wall
+        aware, plugin = rates["noise-aware"], rates["plugin"]
+        print(f"{case:<30} {aware:>18.0f} {plugin:>13.0f} {aware / plugin:>13.2f}")
 
 
 if __name__ == "__main__":

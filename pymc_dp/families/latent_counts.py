@@ -55,8 +55,14 @@ a rigorous bound on the omitted mass, relative to the enumerated mass, is below 
 (:func:`count_window`). The bound uses the concavity of the Laplace terms and the exact maximum
 of the Gamma-function part against half the Laplace decay (:func:`sup_log_gamma_part`; its
 increments are the log of a ratio of two quadratics, so that maximum is found at the roots of
-a quadratic). Truncating to the window changes each conditional by at most ``tol`` in total
-variation.
+a quadratic; usually the sign of that quadratic alone proves the maximum is at the window's
+edge, and no log-Gamma is evaluated). Truncating to the window changes each conditional by at
+most ``tol`` in total variation.
+
+Compiled. The windows, draws and whole sweeps run in the numba kernels of
+``pymc_dp.families._count_kernels`` (one call per sweep, uniforms from the caller's
+generator); the first noise-aware run on a machine compiles them and says so
+(:func:`announce_kernels`).
 
 Large counts. The window is O(b · (log(1/tol) + log-factors of the prior)) wide wherever the
 counts are: the Gamma-function part varies slowly (like (a − 1)·log x) while the Laplace factor
@@ -68,12 +74,13 @@ cost O(√μ + b)) is needed or used.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 from scipy.special import gammaln
 
+from pymc_dp.compiling import announce, numba_needs_compiling
+from pymc_dp.families import _count_kernels as _kernels
 from pymc_dp.families.beta import BetaBernoulli
 from pymc_dp.families.dirichlet import DirichletCategorical
 
@@ -98,7 +105,6 @@ DEFAULT_TOL = 1e-10
 NOISE_AWARE_PRIORS: tuple[str, ...] = ("beta", "dirichlet")
 """Conjugate priors (``ConjugateFamily.prior``) whose releases have a noise-aware update."""
 
-_MAX_GROWTHS = 80
 _THETA_DRAW = {"beta": BetaBernoulli(), "dirichlet": DirichletCategorical()}
 
 
@@ -140,72 +146,26 @@ class CountConditional:
         self.num, self.den = num, den
         self.kink, self.weight, self.scale = kink, weight, scale
         self.quadratic = np.zeros_like(weight) if quadratic is None else quadratic
-        released = (weight > 0) | (self.quadratic > 0)
-        self.low_kink = np.min(np.where(released, kink, np.inf), axis=1)
-        self.high_kink = np.max(np.where(released, kink, -np.inf), axis=1)
-
-    def rows(self, keep: np.ndarray) -> CountConditional:
-        """The targets of the rows where ``keep`` is True."""
-        return CountConditional(
-            self.upper[keep],
-            self.shift[keep],
-            self.sigma,
-            self.num[keep],
-            self.den[keep],
-            self.kink[keep],
-            self.weight[keep],
-            self.scale[keep],
-            self.quadratic[keep],
-        )
 
     def log_gamma_part(self, x: np.ndarray) -> np.ndarray:
         """log f_Γ(x) in closed form (log-Gamma) at points x (B, n)."""
         terms = gammaln(x[:, :, None] * self.sigma + self.shift[:, None, :])
         return terms[..., 0] - terms[..., 1] + terms[..., 2] - terms[..., 3]
 
-    def log_gamma_grid(self, x: np.ndarray) -> np.ndarray:
-        """log f_Γ on consecutive integers x (B, L), up to a constant per row.
-
-        Summed from the increments log(num(x)/den(x)): one logarithm per point instead of four
-        log-Gamma evaluations, and exact differences at any size of the counts (log-Gamma
-        values near 10⁷ are ~10⁸ and lose eight digits when subtracted). Points beyond a row's
-        window may be NaN; the caller masks them.
-        """
-        x = x[:, :-1]
-        (n2, n1, n0), (d2, d1, d0) = self.num.T[:, :, None], self.den.T[:, :, None]
-        steps = np.log(((n2 * x + n1) * x + n0) / ((d2 * x + d1) * x + d0))
-        terms = np.zeros((x.shape[0], x.shape[1] + 1))
-        np.cumsum(steps, axis=1, out=terms[:, 1:])
-        return terms
-
-    def log_laplace(self, x: np.ndarray) -> np.ndarray:
-        """The noise part −Σ_l w_l |x − κ_l| − Σ_l v_l (x − κ_l)² at x (B, n); concave in x
-        (Laplace and Gaussian terms alike)."""
-        kink, weight = self.kink[:, None, :], self.weight[:, None, :]
-        distance = x[:, :, None] - kink
-        laplace = -np.sum(weight * np.abs(distance), axis=2)
-        if not np.any(self.quadratic):
-            return laplace
-        quadratic = self.quadratic[:, None, :]
-        return laplace - np.sum(quadratic * np.where(quadratic > 0, distance, 0.0) ** 2, axis=2)
-
-    @property
-    def gaussian(self) -> np.ndarray:
-        """(B,) True for the rows whose noise is Gaussian."""
-        return np.any(self.quadratic > 0, axis=1)
-
 
 _PAIR_SIGMA = np.array([1.0, 1.0, -1.0, -1.0])
 _CELL_SIGMA = np.array([1.0, 1.0, 1.0, 1.0])
 
 
-def _noise_weights(released: np.ndarray, scale: np.ndarray, noise: str):
-    """(Laplace weights 1/b, Gaussian weights 1/(2σ²)) of the released components (B, 2)."""
-    if noise == "gaussian":
-        return np.zeros(released.shape), released / (2.0 * scale[:, None] ** 2)
-    if noise != "laplace":
+def _is_gaussian(noise: str) -> bool:
+    if noise not in ("laplace", "gaussian"):
         raise ValueError(f"noise must be 'laplace' or 'gaussian', got {noise!r}")
-    return released / scale[:, None], None
+    return noise == "gaussian"
+
+
+def _column(value, rows: int | None = None) -> np.ndarray:
+    value = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    return np.ascontiguousarray(value if rows is None else np.broadcast_to(value, (rows,)))
 
 
 def pair_target(total, a_j, a_k, noisy_j, noisy_k, scale, noise="laplace") -> CountConditional:
@@ -223,19 +183,13 @@ def pair_target(total, a_j, a_k, noisy_j, noisy_k, scale, noise="laplace") -> Co
     With ``noise="gaussian"`` each Lap(·) is the normal density N(·; 0, σ²), σ = ``scale``
     (the release of :mod:`pymc_dp.mechanisms.gaussian`).
     """
-    m = np.asarray(total, dtype=np.float64)
+    m = _column(total)
     rows = m.shape[0]
-    released = np.empty((rows, 2), dtype=bool)
-    released[:, 0], released[:, 1] = noisy_j == noisy_j, noisy_k == noisy_k  # not NaN
-    kink = np.empty((rows, 2))
-    kink[:, 0] = np.where(released[:, 0], noisy_j, 0.0)
-    kink[:, 1] = m - np.where(released[:, 1], noisy_k, 0.0)
-    shift, num, den = np.empty((rows, 4)), np.empty((rows, 3)), np.empty((rows, 3))
-    shift[:, 0], shift[:, 1], shift[:, 2], shift[:, 3] = a_j, 1.0, m + a_k, m + 1.0
-    num[:, 0], num[:, 1], num[:, 2] = -1.0, m - a_j, a_j * m
-    den[:, 0], den[:, 1], den[:, 2] = -1.0, m - 2.0 + a_k, m - 1.0 + a_k
-    scale = np.asarray(scale, dtype=np.float64)
-    weight, quadratic = _noise_weights(released.astype(np.float64), scale, noise)
+    scale = _column(scale, rows)
+    shift, num, den, kink, weight, quadratic = _kernels.target_rows(
+        False, m, _column(a_j, rows), _column(a_k, rows), _column(noisy_j, rows),
+        _column(noisy_k, rows), scale, _is_gaussian(noise),
+    )  # fmt: skip
     return CountConditional(m, shift, _PAIR_SIGMA, num, den, kink, weight, scale, quadratic)
 
 
@@ -251,27 +205,17 @@ def cell_target(rest, a, a_total, noisy, scale, noise="laplace") -> CountConditi
     log[(x + a)(x + R + 1/2)] − log[(x + 1)(x + R + A)]. ``noise="gaussian"``: the normal
     density of the release instead of the Laplace one.
     """
-    r = np.asarray(rest, dtype=np.float64)
+    r = _column(rest)
     rows = r.shape[0]
-    shift, num, den = np.empty((rows, 4)), np.empty((rows, 3)), np.empty((rows, 3))
-    shift[:, 0], shift[:, 1], shift[:, 2], shift[:, 3] = a, 1.0, r + 0.5, r + a_total
-    num[:, 0], num[:, 1], num[:, 2] = 1.0, a + r + 0.5, a * (r + 0.5)
-    den[:, 0], den[:, 1], den[:, 2] = 1.0, r + a_total + 1.0, r + a_total
-    kink, released = np.empty((rows, 2)), np.zeros((rows, 2))
-    kink[:, 0], kink[:, 1] = noisy, noisy
-    scale = np.asarray(scale, dtype=np.float64)
-    released[:, 0] = 1.0
-    weight, quadratic = _noise_weights(released, scale, noise)
+    scale = _column(scale, rows)
+    noisy = _column(noisy, rows)
+    shift, num, den, kink, weight, quadratic = _kernels.target_rows(
+        True, r, _column(a, rows), _column(a_total, rows), noisy, noisy, scale,
+        _is_gaussian(noise),
+    )  # fmt: skip
     return CountConditional(
         np.full(rows, np.inf), shift, _CELL_SIGMA, num, den, kink, weight, scale, quadratic
     )
-
-
-def _quadratic_roots(q2: np.ndarray, q1: np.ndarray, q0: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Real roots of q2 x² + q1 x + q0 (NaN when there are none), in the cancellation-free
-    form q = −(q1 + sign(q1)·√disc)/2, roots q/q2 and q0/q (a linear equation when q2 = 0)."""
-    q = -0.5 * (q1 + np.copysign(np.sqrt(q1 * q1 - 4.0 * q2 * q0), q1))
-    return q / q2, q0 / q
 
 
 def sup_log_gamma_part(
@@ -290,77 +234,18 @@ def sup_log_gamma_part(
     closed form (log-Gamma) at both ends and at ⌊r⌋, ⌈r⌉ of both roots, clipped into the
     interval: the extra points lie in the interval and cannot exceed the maximum, so the
     result is exact. ``end`` may be +inf when Φ → −∞ there (the cell target with slope < 0:
-    P has leading coefficient e^slope − 1 < 0).
+    P has leading coefficient e^slope − 1 < 0). The window's tail bounds use the same
+    computation (:func:`pymc_dp.families._count_kernels.sup_rise`).
     """
     squeeze = np.ndim(start) == 1
-    start, end, slope, reference = (np.atleast_2d(v.T).T for v in (start, end, slope, reference))
-    factor = np.exp(slope)
-    (n2, n1, n0), (d2, d1, d0) = target.num.T[:, :, None], target.den.T[:, :, None]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        roots = _quadratic_roots(factor * n2 - d2, factor * n1 - d1, factor * n0 - d0)
-    points = [reference, start, np.where(np.isfinite(end), end, start)]
-    for root in roots:
-        root = np.where(np.isfinite(root), root, start)
-        points += [np.floor(root), np.ceil(root)]
-    x = np.clip(np.stack(points, axis=-1), start[..., None], np.maximum(end, start)[..., None])
-    phi = target.log_gamma_part(x.reshape(x.shape[0], -1)).reshape(x.shape) + slope[..., None] * x
-    rise = np.max(phi, axis=-1) - phi[..., 0]
-    return rise[:, 0] if squeeze else rise
-
-
-def _log_geometric_tail(log_edge: np.ndarray, slope: np.ndarray) -> np.ndarray:
-    """log Σ_{k≥1} exp(log_edge + k·slope) = log_edge + slope − log(1 − e^slope); +inf if the
-    slope is not negative."""
-    tail = log_edge + slope - np.log(-np.expm1(slope))
-    return np.where(slope < 0, tail, np.inf)
-
-
-_ROUNDING = 1e-6
-"""Added to every bound: four log-Gamma values of arguments up to ~10⁸ (≈ 2·10⁹ each) carry a
-rounding error below 1e-6 together (double precision, relative 1.1e-16)."""
-
-
-def _tail_bounds(target: CountConditional, lo, hi, f_lo, f_hi) -> np.ndarray:
-    """log of upper bounds on Σ_{x > hi} f(x) and Σ_{x < lo} f(x), shape (B, 2) (unnormalised;
-    −inf for an empty tail, +inf when no bound is available yet).
-
-    Right tail. The noise part (Laplace or Gaussian) is concave, so Lap(hi + k) − Lap(hi) ≤ k·s with
-    s = Lap(hi + 1) − Lap(hi) (< 0 once hi is past every kink). Split the decay in halves:
-    log f(hi + k) − log f(hi) ≤ [Φ(hi + k) − Φ(hi)] + k·s/2 with Φ(x) = log f_Γ(x) + x·s/2,
-    so the tail is at most f(hi) · e^M · Σ_{k≥1} e^{k s/2}, M = max_{x ≥ hi} Φ(x) − Φ(hi)
-    (:func:`sup_log_gamma_part`, exact). M pays for any rise of the Gamma part (a prior far
-    from the release, a U-shaped Beta-binomial whose spike at the far end is damped by the
-    Laplace factor) and is 0 when it is flat. Left tail: the mirror image, with
-    s = Lap(lo − 1) − Lap(lo) and Φ(x) = log f_Γ(x) − x·s/2 on [0, lo]. Valid for any positive
-    concentrations, log-concave or not.
-    """
-    upper = target.upper
-    laplace = target.log_laplace(np.stack([hi, hi + 1.0, lo, lo - 1.0], axis=1))
-    half = 0.5 * (laplace[:, [1, 3]] - laplace[:, [0, 2]])  # (B, 2): right, left
-    usable = (half < 0) & np.stack([hi < upper, lo > 0], axis=1)
-    half_or_dummy = np.where(usable, half, -1.0)
-    rise = sup_log_gamma_part(
-        target,
-        np.stack([hi, np.zeros_like(lo)], axis=1),
-        np.stack([upper, lo], axis=1),
-        half_or_dummy * np.array([1.0, -1.0]),  # Φ = f_Γ + x·s/2 (right), f_Γ − x·s/2 (left)
-        np.stack([hi, lo], axis=1),
+    start, end, slope, reference = (
+        np.ascontiguousarray(np.atleast_2d(np.asarray(v, dtype=np.float64).T).T)
+        for v in (start, end, slope, reference)
     )
-    edge = np.stack([f_hi, f_lo], axis=1)
-    tails = np.where(usable, _log_geometric_tail(edge + rise + _ROUNDING, half_or_dummy), np.inf)
-    return np.where(np.stack([hi < upper, lo > 0], axis=1), tails, -np.inf)
-
-
-def _initial_half_width(scale: np.ndarray, tol: float, gaussian=False) -> np.ndarray:
-    """w0 = ⌈b·(log(2/tol) + 1)⌉ + 2: where the Laplace factor alone has fallen by tol/2
-    (Gaussian noise: w0 = ⌈σ·√(2·log(2/tol))⌉ + 2, where the normal factor has).
-
-    If the Gamma terms are flat, the mass beyond c + w relative to the mass near c is about
-    e^(−w/b)/2 per side; the window grows (doubling) when the terms are not flat.
-    """
-    laplace = np.ceil(scale * (math.log(2.0 / tol) + 1.0)) + 2.0
-    normal = np.ceil(scale * math.sqrt(2.0 * math.log(2.0 / tol))) + 2.0
-    return np.where(gaussian, normal, laplace)
+    rise = _kernels.sup_rises(
+        target.shift, target.sigma, target.num, target.den, start, end, slope, reference
+    )
+    return rise[:, 0] if squeeze else rise
 
 
 def count_window(
@@ -368,67 +253,22 @@ def count_window(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Integers lo (B,) and log-weights (B, L) of the window x = lo + 0..L−1 of each target.
 
-    Padding beyond a target's window is −inf. The window starts at the Laplace kinks ± w0
-    (``_initial_half_width``), clipped to the support, and each side at which the bound of
-    ``_tail_bounds`` on the omitted mass exceeds tol/2 of the enumerated mass doubles
-    (O(log) rounds when the Gamma terms pull the mass away from the kinks). On return the
+    Padding beyond a target's window is −inf. The window starts at the noise kinks ± w0
+    (w0 = ⌈b·(log(2/tol) + 1)⌉ + 2 for Laplace noise, ⌈σ·√(2·log(2/tol))⌉ + 2 for Gaussian:
+    where the noise factor alone has fallen by tol/2), clipped to the support, and each side at
+    which a rigorous bound on the omitted mass exceeds tol/2 of the enumerated mass doubles
+    (O(log) rounds when the Gamma terms pull the mass away from the kinks). The bound uses the
+    concavity of the noise part and the exact maximum of the Gamma part against half its decay
+    (:func:`sup_log_gamma_part`); see ``pymc_dp.families._count_kernels``. On return the
     omitted mass is at most ``tol`` times the total: the truncated distribution is within
     ``tol`` of the exact one in total variation.
 
     Raises
     ------
     RuntimeError
-        If the window did not settle (it always does: the Laplace terms decay geometrically).
+        If the window did not settle (it always does: the noise terms decay geometrically).
     """
-    lo, log_f, _ = _window(target, tol)
-    return lo, log_f
-
-
-def _window(target: CountConditional, tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`count_window` plus the weights exp(log f − max log f) (B, L).
-
-    Rows whose window has to grow are recomputed alone (a few rows of a large batch).
-    """
-    upper = target.upper
-    w0 = _initial_half_width(target.scale, tol, target.gaussian)
-    lo = np.clip(np.floor(np.clip(target.low_kink, 0.0, upper)) - w0, 0.0, upper)
-    hi = np.clip(np.ceil(np.clip(target.high_kink, 0.0, upper)) + w0, lo, upper)
-    half = math.log(tol / 2.0)
-    pending, part = np.arange(lo.shape[0]), target
-    finished = []
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for _ in range(_MAX_GROWTHS):
-            part_lo, part_hi = lo[pending], hi[pending]
-            x = part_lo[:, None] + np.arange(int(np.max(part_hi - part_lo)) + 1.0)
-            log_f = np.where(
-                x <= part_hi[:, None], part.log_gamma_grid(x) + part.log_laplace(x), -np.inf
-            )
-            top = np.max(log_f, axis=1, keepdims=True)
-            weights = np.exp(log_f - top)
-            log_mass = top[:, 0] + np.log(np.sum(weights, axis=1))
-            last = (part_hi - part_lo).astype(np.intp)[:, None]
-            f_hi = np.take_along_axis(log_f, last, axis=1)[:, 0]
-            tails = _tail_bounds(part, part_lo, part_hi, log_f[:, 0], f_hi)
-            grow = tails - log_mass[:, None] > half  # (B, 2): right, left
-            grows = grow[:, 0] | grow[:, 1]
-            if not grows.any() and not finished:
-                return lo, log_f, weights  # every window settled at once (the usual case)
-            finished.append((pending[~grows], log_f[~grows], weights[~grows]))
-            if not grows.any():
-                break
-            step = np.maximum(w0[pending], part_hi - part_lo)
-            hi[pending] = np.where(grow[:, 0], np.minimum(part_hi + step, part.upper), part_hi)
-            lo[pending] = np.where(grow[:, 1], np.maximum(part_lo - step, 0.0), part_lo)
-            pending, part = pending[grows], part.rows(grows)
-        else:  # pragma: no cover
-            raise RuntimeError("latent-count window did not settle")
-    width = max(piece.shape[1] for _, piece, _ in finished)
-    log_f = np.full((lo.shape[0], width), -np.inf)
-    weights = np.zeros((lo.shape[0], width))
-    for rows, piece, piece_weights in finished:
-        log_f[rows, : piece.shape[1]] = piece
-        weights[rows, : piece.shape[1]] = piece_weights
-    return lo, log_f, weights
+    return _kernels.window_rows(*_target_arrays(target), tol)
 
 
 def draw_counts(
@@ -436,11 +276,31 @@ def draw_counts(
 ) -> np.ndarray:
     """One exact draw (up to ``tol`` in total variation) of each of the B targets (inverse CDF
     on the window of :func:`count_window`)."""
-    lo, _, weights = _window(target, tol)
-    cumulative = np.cumsum(weights, axis=1)
-    u = rng.random(lo.shape[0]) * cumulative[:, -1]
-    index = np.minimum(np.sum(cumulative <= u[:, None], axis=1), weights.shape[1] - 1)
-    return lo + index
+    uniforms = rng.random(target.upper.shape[0])
+    return _kernels.draw_rows(*_target_arrays(target), tol, uniforms)
+
+
+def _target_arrays(target: CountConditional) -> tuple:
+    return (
+        np.ascontiguousarray(target.upper, dtype=np.float64),
+        target.shift,
+        target.sigma,
+        target.num,
+        target.den,
+        target.kink,
+        target.weight,
+        target.quadratic,
+        np.ascontiguousarray(target.scale, dtype=np.float64),
+    )
+
+
+def announce_kernels() -> None:
+    """Before sampling: if the latent counts' numba kernels are neither compiled in this
+    process nor in numba's on-disk cache, say so (:mod:`pymc_dp.compiling`) and compile them
+    all now, so the next runs load them and say nothing."""
+    if numba_needs_compiling(*_kernels.KERNELS):
+        announce("the latent counts' numba kernels", True)
+        _kernels.compile_all()
 
 
 # --- case 1: one released component, public total, constant prior ---------------------------
@@ -573,9 +433,9 @@ class LatentCounts:
         noise: str = "laplace",
     ) -> None:
         self.noise = noise
-        self.noisy = np.asarray(noisy, dtype=np.float64)
+        self.noisy = np.ascontiguousarray(noisy, dtype=np.float64)
         n_rows, n_released = self.noisy.shape
-        self.initial = np.asarray(initial, dtype=np.float64)
+        self.initial = np.array(initial, dtype=np.float64)
         self.n_components = self.initial.shape[1]
         if n_released not in (1, self.n_components) or (n_released == 1 and totals is None):
             raise ValueError(
@@ -587,16 +447,17 @@ class LatentCounts:
             raise ValueError(f"the noise scale must be finite and > 0, got {scale!r}")
         self.totals = None if totals is None else np.asarray(totals, dtype=np.float64)
         self.tol = tol
+        self._gaussian = _is_gaussian(noise)
+        d = self.n_components
+        if totals is None:
+            self._n_uniforms = n_rows * d
+        else:
+            self._n_uniforms = n_rows if d == 2 else (d - 1) + n_rows * d
         self.counts = self.initial.copy()
 
     def reset(self) -> None:
         """Return to the initial table (a new chain)."""
-        self.counts = self.initial.copy()
-
-    def _released(self, k: int) -> np.ndarray:
-        if k < self.noisy.shape[1]:
-            return self.noisy[:, k]
-        return np.full(self.noisy.shape[0], np.nan)
+        np.copyto(self.counts, self.initial)
 
     def sweep(self, rng: np.random.Generator, concentration: np.ndarray) -> np.ndarray:
         """One collapsed Gibbs sweep of the latent table given Dirichlet ``concentration``.
@@ -605,41 +466,22 @@ class LatentCounts:
         sharing the prior. Public totals: pair moves (j, k) along a random cycle of the
         components (one pair when d = 2: then the draw is exact and independent of the current
         table), each n_j | n_j + n_k from :func:`pair_target`. Private totals: every cell in
-        turn from :func:`cell_target`. Each move is an exact draw from a full conditional of
-        p(n | ñ, a), so the sweep leaves it invariant. Returns the new table.
+        turn from :func:`cell_target`. Each move is an exact draw (up to ``tol``) from a full
+        conditional of p(n | ñ, a), so the sweep leaves it invariant. The whole sweep is one
+        call of a compiled kernel (:func:`pymc_dp.families._count_kernels.pair_sweep`,
+        :func:`~pymc_dp.families._count_kernels.cell_sweep`) with its uniforms drawn from
+        ``rng``. Updates :attr:`counts` in place and returns it.
         """
-        a = np.asarray(concentration, dtype=np.float64)
-        counts = self.counts
+        a = np.ascontiguousarray(concentration, dtype=np.float64)
         if self.totals is not None:
-            d = self.n_components
-            cycle = [0] if d == 2 else list(rng.permutation(d))
-            pairs = [(0, 1)] if d == 2 else [(cycle[i], cycle[(i + 1) % d]) for i in range(d)]
-            for j, k in pairs:
-                target = pair_target(
-                    counts[:, j] + counts[:, k],
-                    a[:, j],
-                    a[:, k],
-                    self._released(j),
-                    self._released(k),
-                    self.scale,
-                    self.noise,
-                )
-                x = draw_counts(target, rng, self.tol)
-                counts[:, k] = target.upper - x
-                counts[:, j] = x
-        else:
-            a_total = a.sum(axis=1)
-            for k in range(self.n_components):
-                target = cell_target(
-                    counts.sum(axis=1) - counts[:, k],
-                    a[:, k],
-                    a_total,
-                    self.noisy[:, k],
-                    self.scale,
-                    self.noise,
-                )
-                counts[:, k] = draw_counts(target, rng, self.tol)
-        return counts
+            uniforms = rng.random(self._n_uniforms)
+            return _kernels.pair_sweep(
+                self.counts, a, self.noisy, self.scale, self._gaussian, self.tol, uniforms
+            )
+        uniforms = rng.random(self._n_uniforms)
+        return _kernels.cell_sweep(
+            self.counts, a, self.noisy, self.scale, self._gaussian, self.tol, uniforms
+        )
 
 
 def concentration_matrix(

@@ -34,6 +34,7 @@ import xarray as xr
 from pymc_dp.analysis import Recognised
 from pymc_dp.analysis.rewrite import build_private_model
 from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.families.latent_counts import announce_kernels
 from pymc_dp.inference import check_inference
 from pymc_dp.ledger import PrivacyLedger
 from pymc_dp.mechanisms.gaussian import validate_noise
@@ -119,6 +120,8 @@ def sample_released(
         conjugate_step = (
             NoiseAwareConjugateGibbs if inference == "noise-aware" else PrivateConjugateGibbs
         )
+        if inference == "noise-aware" and released_priors:
+            announce_kernels()  # the latent counts' numba kernels: first run on a machine only
         steps = (
             [conjugate_step([private[name] for name in released_priors])] if released_priors else []
         )

@@ -47,12 +47,29 @@ class _NoiseAwareUpdate:
 
     ``update`` (from :mod:`pymc_dp.steps.conjugate_gibbs`) supplies the family, the shapes,
     the prior parameters at the current point and the forward transform; its projected table
-    is not used.
+    is not used. With constant prior parameters (``update.constant_prior``) they and their
+    concentration matrix are computed once, not at every draw.
     """
 
     update: _ConjugateUpdate
     latent: list[LatentCounts]
     exact: OneComponentPosterior | None  # one release, one component, constant prior
+
+    def __post_init__(self) -> None:
+        u = self.update
+        self._params = self._prior = None
+        if u.constant_prior:
+            self._params = self._prior_params({})
+            if self.latent:
+                self._prior = self._concentration(self._params)
+
+    def _prior_params(self, point: dict) -> tuple[np.ndarray, ...]:
+        u = self.update
+        return tuple(np.broadcast_to(p, u.param_shape) for p in u.prior_params(point))
+
+    def _concentration(self, params: tuple[np.ndarray, ...]) -> np.ndarray:
+        shape = self.latent[0].counts.shape
+        return concentration_matrix(self.update.family.prior, params, shape)
 
     def reset(self) -> None:
         for latent in self.latent:
@@ -66,17 +83,18 @@ class _NoiseAwareUpdate:
         θ | all tables ~ Beta/Dirichlet(a + Σ_r n_r).
         """
         u = self.update
-        params = tuple(np.broadcast_to(p, u.param_shape) for p in u.prior_params(point))
+        params = self._params if self._params is not None else self._prior_params(point)
         if self.exact is not None:
             table = self.exact.draw_table(rng, 1)[0]
+        elif len(self.latent) == 1:
+            prior = self._prior if self._prior is not None else self._concentration(params)
+            table = self.latent[0].sweep(rng, prior)
         else:
-            shape = self.latent[0].counts.shape
-            prior = concentration_matrix(u.family.prior, params, shape)
-            tables = [latent.counts for latent in self.latent]
-            for i, latent in enumerate(self.latent):
-                others = sum((t for j, t in enumerate(tables) if j != i), np.zeros(shape))
-                tables[i] = latent.sweep(rng, prior + others).copy()
-            table = np.sum(tables, axis=0)
+            prior = self._prior if self._prior is not None else self._concentration(params)
+            table = np.sum([latent.counts for latent in self.latent], axis=0)
+            for latent in self.latent:
+                table -= latent.counts
+                table += latent.sweep(rng, prior + table)
         posterior = u.family.posterior_parameters(params, table)
         draw = u.family.sample_posterior(rng, posterior).reshape(u.shape)
         return np.asarray(u.forward(draw), dtype=np.float64)
