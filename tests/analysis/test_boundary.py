@@ -375,3 +375,24 @@ def test_repeated_number_hyperparameters_stay_design_constants_only_as_priors():
         pm.Deterministic("shifted", weights + np.ones(3))  # not a prior: private
         pm.Categorical("c", p=weights, observed=np.array([0, 1, 2, 2, 1, 0]))
     assert classify_inputs(model).private_reads("shifted") == ["a constant array of shape (3,)"]
+
+
+@pytest.mark.parametrize("values", [[3.0, 5.0], [4.0, 4.0]])
+def test_two_element_arrays_read_by_a_deterministic_are_private(values):
+    """The boundary is one number: an array of two elements (two records, or two labels)
+    read by a Deterministic is private, whether its values differ or not; a single number
+    is a design constant. (A mutant letting arrays of size 2 through as design constants
+    survived every boundary test: none had two elements.)"""
+    pair = np.array(values)
+    with pm.Model() as model:
+        rate = pm.Beta("rate", 1.0, 1.0)
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+        pm.Deterministic("published", rate + pt.as_tensor(pair).sum())
+        pm.Deterministic("scaled", 2.5 * rate)
+    inputs = classify_inputs(model)
+    assert inputs.private_reads("published") == ["a constant array of shape (2,)"]
+    assert not inputs.private_reads("scaled")
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=r"'published' reads a constant array of shape"):
+        pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
