@@ -380,3 +380,79 @@ def test_poisson_noise_aware_likelihood_uses_the_events_laplace_scale(handed):
     got = [density({"lam_log__": np.log(lam)}) - prior({"lam_log__": np.log(lam)}) for lam in rates]
     want = [expected(lam) for lam in rates]
     np.testing.assert_allclose(np.diff(got), np.diff(want), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.integration  # ~2,000 density evaluations and a fine grid: seconds, not a fast test
+def test_normal_noise_aware_likelihood_is_the_laplace_convolution_at_the_events_scale(handed):
+    """Survivor (e), on a family whose noise-aware likelihood has latent variables: the
+    private model's density less the prior, with every variable the rewrite added (the noise
+    read as a mixture, or however it is parametrised) integrated out on a grid of their value
+    space, is the release's density: the CLT law of the true statistics T = (Σu, Σu²),
+    u = x/10, convolved with Laplace noise at the event's b on each component,
+    p(r | μ, σ) = ∫ N(t; n·E t, n·Cov t) Π_j Laplace(r_j − t_j; b) dt. Compared across μ (a
+    constant of the density cancels; the noise scale does not)."""
+    x = np.clip(np.random.default_rng(0).normal(3.0, 1.5, 400), 0, 10)
+    with pm.Model() as model:
+        pm.Normal("mu", 5, 5)
+        pm.HalfNormal("sigma", 5)
+        pm.Normal("x", model["mu"], model["sigma"], observed=x)
+    ledger = PrivacyLedger()
+    with pytest.raises(_Stopped):
+        pymc_dp.sample(
+            5,
+            model=model,
+            epsilon=1.0,
+            ledger=ledger,
+            data_bounds={"x": (0, 10)},
+            inference="noise-aware",
+            noise_backend="numpy",
+            noise_rng=np.random.default_rng(2),
+        )
+    [event] = ledger.events
+    b, n, sd = float(event.noise_scale), x.size, 1.5 / 10
+    assert b == pytest.approx(2.0)  # Δ = 2 for (Σu, Σu²) under replace-one, ε = 1
+    private = handed[0].model
+    released = private["x_released_statistics"].get_value()[0]  # (Σu, Σu²) + noise
+    own = {"mu", "sigma_log__"}
+    initial = private.initial_point()
+    extra = [name for name in initial if name not in own]
+    sizes = [int(np.size(initial[name])) for name in extra]
+    assert sum(sizes) == 2  # one latent per released component
+    grid = np.linspace(-16.0, 8.0, 33)  # around the initial point, in the value space
+    step = grid[1] - grid[0]
+    density = private.compile_logp()  # with the value space's Jacobian
+    prior = private.compile_logp(vars=[private["mu"], private["sigma"]])
+
+    def model_marginal(mean):
+        point = {"mu": np.asarray(mean), "sigma_log__": np.asarray(np.log(sd * 10))}
+        logs = []
+        for shift_a in grid:
+            for shift_b in grid:
+                flat = np.concatenate([np.ravel(initial[name]) for name in extra])
+                flat = flat + np.array([shift_a, shift_b])
+                values, start = dict(point), 0
+                for name, size in zip(extra, sizes, strict=True):
+                    shape = np.shape(initial[name])
+                    values[name] = flat[start : start + size].reshape(shape)
+                    start += size
+                logs.append(density(values))
+        return logsumexp(logs) + 2 * np.log(step) - prior({**initial, **point})
+
+    def release_density(mean):
+        m = mean / 10
+        centre = n * np.array([m, m**2 + sd**2])
+        cov = n * np.array([[sd**2, 2 * m * sd**2], [2 * m * sd**2, 4 * m**2 * sd**2 + 2 * sd**4]])
+        spread = 12 * np.sqrt(np.diag(cov))
+        t1 = np.linspace(centre[0] - spread[0], centre[0] + spread[0], 801)
+        t2 = np.linspace(centre[1] - spread[1], centre[1] + spread[1], 801)
+        grid_t = np.stack(np.meshgrid(t1, t2, indexing="ij"), axis=-1)
+        log_t = stats.multivariate_normal(centre, cov).logpdf(grid_t)
+        log_noise = stats.laplace.logpdf(released[0] - grid_t[..., 0], 0, b)
+        log_noise = log_noise + stats.laplace.logpdf(released[1] - grid_t[..., 1], 0, b)
+        cell = (t1[1] - t1[0]) * (t2[1] - t2[0])
+        return logsumexp(log_t + log_noise) + np.log(cell)
+
+    means = (2.8, 3.2)
+    got = [model_marginal(mean) for mean in means]
+    want = [release_density(mean) for mean in means]
+    np.testing.assert_allclose(np.diff(got), np.diff(want), atol=2e-3)
