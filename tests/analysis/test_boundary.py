@@ -396,3 +396,26 @@ def test_two_element_arrays_read_by_a_deterministic_are_private(values):
     with pytest.raises(NonPrivateModelError, match=r"'published' reads a constant array of shape"):
         pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
     assert len(ledger) == 0
+
+
+def test_an_opaque_python_op_is_refused_naming_it():
+    """What a ``wrap_py`` op reads is invisible to the graph: a Deterministic through one is
+    refused, and the message says so (not "observed values")."""
+    from pytensor import wrap_py
+
+    @wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])
+    def shifted(value):
+        return np.asarray(value + 1.0)
+
+    with pm.Model() as model:
+        rate = pm.Beta("rate", 1.0, 1.0)
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+        pm.Deterministic("opaque", shifted(rate))
+    [read] = classify_inputs(model).private_reads("opaque")
+    assert read.startswith("an opaque Python op (") and read.endswith(
+        ") whose reads pymc_dp cannot see"
+    )
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=r"'opaque' reads an opaque Python op \("):
+        pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
