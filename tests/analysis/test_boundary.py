@@ -108,7 +108,11 @@ def test_declared_public_data_may_be_read_anywhere():
 
 def test_public_declaration_is_checked():
     model = _model("laplace", LEAKS["undeclared_data"])
-    with pytest.raises(ValueError, match=r"not pm\.Data containers"):
+    with pytest.raises(
+        ValueError,
+        match=r"not pm\.Data containers .*wrapping it as pm\.Data\('name', array\) and naming "
+        r"it in public=\[\.\.\.\]$",
+    ):
         _sample(model, "laplace", PrivacyLedger(), {"tune": 20}, public=["nope"])
     with pm.Model() as observed_public:
         p = pm.Beta("p", 1, 1)
@@ -418,4 +422,34 @@ def test_an_opaque_python_op_is_refused_naming_it():
     ledger = PrivacyLedger()
     with pytest.raises(NonPrivateModelError, match=r"'opaque' reads an opaque Python op \("):
         pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
+
+
+def test_a_literal_size_of_two_dimensions_is_a_design_constant():
+    """A shape given as a distribution's size is public (the constant (2, 3) has two distinct
+    values, yet reads nothing about a record)."""
+    with pm.Model() as model:
+        rate = pm.Beta("rate", 1.0, 1.0)
+        pm.Normal("z", 0.0, 1.0, size=(2, 3))
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+    inputs = classify_inputs(model)
+    assert not inputs.private_reads("z")
+    assert "a constant of shape (2,)" in inputs.labels.values()
+
+
+def test_hmm_noise_aware_inference_with_the_collapsed_sampler_is_refused_before_release():
+    _, model = _hmm(truncation=10)
+    ledger = PrivacyLedger()
+    with pytest.raises(
+        ValueError, match=r"^inference='noise-aware' samples the states by FFBS: use hmm_method"
+    ):
+        pymc_dp.sample(
+            5,
+            epsilon=1.0,
+            model=model,
+            ledger=ledger,
+            inference="noise-aware",
+            hmm_method="collapsed",
+            **QUIET,
+        )
     assert len(ledger) == 0

@@ -47,6 +47,7 @@ class _Handed:
 
     model: pm.Model
     step: object
+    options: dict
 
 
 def _steps(step) -> list:
@@ -63,7 +64,7 @@ def handed(monkeypatch) -> list[_Handed]:
 
     @functools.wraps(pm.sample)
     def stub(*args, **kwargs):
-        calls.append(_Handed(pm.modelcontext(kwargs.get("model")), kwargs.get("step")))
+        calls.append(_Handed(pm.modelcontext(kwargs.get("model")), kwargs.get("step"), kwargs))
         raise _Stopped
 
     monkeypatch.setattr(pm, "sample", stub)
@@ -295,6 +296,12 @@ CASES: dict[str, Case] = {
         {"mechanism": "ops", "tune": 5, "accounting": "tight", "delta": 1e-6},
         _hmm_step_temperature,
     ),
+    "hmm gibbs-exponential tight": Case(
+        ("hmm", "gibbs-exponential"),
+        lambda: naive_bayes_hmm(_hmm_counts(), 2, truncation=20.0),
+        {"mechanism": "gibbs-exponential", "tune": 5, "accounting": "tight", "delta": 1e-6},
+        _hmm_step_temperature,
+    ),
     "hmm gibbs-exponential": Case(
         ("hmm", "gibbs-exponential"),
         lambda: naive_bayes_hmm(_hmm_counts(), 2, truncation=20.0),
@@ -330,6 +337,37 @@ def test_the_sampler_uses_the_temperature_or_noise_scale_of_the_event(handed, na
     assert len(handed) == 1  # the run was charged, then handed to the sampler once
     assert len(ledger) >= 1
     case.check(handed[0], ledger)
+
+
+def test_hmm_ops_runs_one_chain_unless_asked_and_the_event_says_so(handed):
+    """The chains PyMC runs are the chains the event charges (each released last draw costs
+    ε/chains); without ``chains`` it is one."""
+    ledger = PrivacyLedger()
+    with naive_bayes_hmm(_hmm_counts(), 2, truncation=20.0), pytest.raises(_Stopped):
+        pymc_dp.sample(5, epsilon=1.0, mechanism="ops", ledger=ledger, tune=5, progressbar=False)
+    [event] = ledger.events
+    assert handed[0].options["chains"] == 1 == event.compositions
+
+
+def test_noise_aware_bounded_release_gets_its_familys_sampler_options(handed):
+    """A noise-aware Normal release is sampled with the family's target_accept (0.95) unless
+    the caller chose one (post-processing options, but the ones the family was checked with)."""
+    x = np.clip(np.random.default_rng(0).normal(3.0, 1.5, 50), 0, 10)
+    for given, expected in (({}, 0.95), ({"target_accept": 0.9}, 0.9)):
+        with pm.Model() as model:
+            pm.Normal("mu", 5, 5)
+            pm.HalfNormal("sigma", 5)
+            pm.Normal("x", model["mu"], model["sigma"], observed=x)
+        with pytest.raises(_Stopped):
+            pymc_dp.sample(
+                5,
+                model=model,
+                epsilon=1.0,
+                data_bounds={"x": (0, 10)},
+                inference="noise-aware",
+                **given,
+            )
+        assert handed[-1].options["target_accept"] == expected
 
 
 # --- the bounded families' noise-aware likelihood reads the release's noise scale -------------
