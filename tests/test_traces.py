@@ -1,11 +1,13 @@
-"""pymc_dp.traces: which groups of ``pm.sample``'s DataTree a private trace may keep."""
+"""pymc_dp.traces: which groups of ``pm.sample``'s DataTree a private trace may keep, the last
+draw of a chain, and the options refused while only the last draw is released."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import xarray as xr
 
-from pymc_dp.traces import SAFE_GROUPS, keep_groups, last_draw
+from pymc_dp.traces import SAFE_GROUPS, keep_groups, last_draw, refuse_leaky_options
 
 # every group PyMC's pm.sample (with log_likelihood and prior predictive) can return
 PYMC_GROUPS = (
@@ -56,3 +58,32 @@ def test_last_draw_keeps_the_last_draw_of_each_chain_and_no_timing():
     np.testing.assert_array_equal(last["posterior"]["x"].values, [[2.0], [5.0]])
     assert "sampling_time" not in last["posterior"].attrs
     assert last["posterior"].attrs["inference_library"] == "pymc"
+
+
+@pytest.mark.parametrize(
+    ("option", "match"),
+    [
+        ({"progressbar": True}, r"^only the last draw is released: the progress bar would show"),
+        ({"discard_tuned_samples": False}, r"^only the last draw is released: tuning draws"),
+        ({"compute_convergence_checks": True}, r"^only the last draw is released: convergence"),
+        ({"callback": print}, r"^only the last draw is released: 'callback' would see every"),
+        ({"trace": object()}, r"^only the last draw is released: 'trace' would see every"),
+    ],
+)
+def test_refuse_leaky_options_refuses_what_sees_unreleased_draws(option, match):
+    with pytest.raises(ValueError, match=match):
+        refuse_leaky_options(dict(option))
+
+
+def test_refuse_leaky_options_turns_off_the_progress_bar_and_convergence_checks():
+    kwargs = {"chains": 2, "progressbar": False, "discard_tuned_samples": True}
+    refuse_leaky_options(kwargs)
+    assert kwargs == {
+        "chains": 2,
+        "progressbar": False,
+        "discard_tuned_samples": True,
+        "compute_convergence_checks": False,
+    }
+    empty: dict = {}
+    refuse_leaky_options(empty)
+    assert empty == {"progressbar": False, "compute_convergence_checks": False}
