@@ -48,6 +48,7 @@ class _Handed:
     model: pm.Model
     step: object
     options: dict
+    draws: int
 
 
 def _steps(step) -> list:
@@ -64,7 +65,9 @@ def handed(monkeypatch) -> list[_Handed]:
 
     @functools.wraps(pm.sample)
     def stub(*args, **kwargs):
-        calls.append(_Handed(pm.modelcontext(kwargs.get("model")), kwargs.get("step"), kwargs))
+        calls.append(
+            _Handed(pm.modelcontext(kwargs.get("model")), kwargs.get("step"), kwargs, args[0])
+        )
         raise _Stopped
 
     monkeypatch.setattr(pm, "sample", stub)
@@ -123,6 +126,19 @@ def _tempered_step_temperatures(call: _Handed, ledger: PrivacyLedger) -> None:
     assert step.temperatures  # one per block
     for name, temperature in step.temperatures.items():
         assert temperature == pytest.approx(event.temperature, rel=1e-12), name
+
+
+def _exact_ops(chains: int, per_chain: int):
+    """Exact OPS: the step's temperature is the event's, PyMC draws ``per_chain`` draws in
+    each of ``chains`` chains, and the event composes exactly that many releases."""
+
+    def check(call: _Handed, ledger: PrivacyLedger) -> None:
+        _tempered_step_temperatures(call, ledger)
+        [event] = ledger.events
+        assert call.draws == per_chain and call.options["chains"] == chains
+        assert event.compositions == chains * per_chain
+
+    return check
 
 
 def _hmm_step_temperature(call: _Handed, ledger: PrivacyLedger) -> None:
@@ -227,13 +243,13 @@ CASES: dict[str, Case] = {
         ("tempered", "ops"),
         lambda: _beta_bernoulli(True),
         {"mechanism": "ops", "chains": 2},
-        _tempered_step_temperatures,
+        _exact_ops(chains=2, per_chain=1),
     ),
     "ops exact chain": Case(
         ("tempered", "ops"),
         lambda: _beta_bernoulli(True),
         {"mechanism": "ops", "release": "chain"},
-        _tempered_step_temperatures,
+        _exact_ops(chains=1, per_chain=5),
     ),
     "ops exact tight": Case(
         ("tempered", "ops"),
