@@ -3,6 +3,7 @@
 Usage (from the mutants/ directory that the first step of `mutmut run` generates in a clone;
 copy this file there and run with PYTHONPATH=.):
   MUT_FILTER=<fnmatch of mutant keys> MUT_OUT=<json> MUT_META=<meta files, comma>
+  [MUT_KEYS=<mutant keys, comma: only these, in this order>] [MUT_TIMEOUT=<s per mutant>]
   python -m pytest -p mutmut_inprocess <tests> -m "not slow" -p no:cacheprovider -q
 
 1. runs every collected test once in "stats" mode, recording which mutated functions it reaches
@@ -77,8 +78,8 @@ def pytest_runtestloop(session):
             keys += [k for k in json.load(f)["exit_code_by_key"] if fnmatch.fnmatch(k, pattern)]
     only = os.environ.get("MUT_KEYS")
     if only:
-        wanted = set(only.split(","))
-        keys = [k for k in keys if k in wanted]
+        present = set(keys)
+        keys = [k for k in only.split(",") if k in present]  # in the order given
     items = session.items
     # stats pass
     tramp.set_mutant_under_test("stats")

@@ -108,7 +108,11 @@ def test_declared_public_data_may_be_read_anywhere():
 
 def test_public_declaration_is_checked():
     model = _model("laplace", LEAKS["undeclared_data"])
-    with pytest.raises(ValueError, match=r"not pm\.Data containers"):
+    with pytest.raises(
+        ValueError,
+        match=r"not pm\.Data containers .*wrapping it as pm\.Data\('name', array\) and naming "
+        r"it in public=\[\.\.\.\]$",
+    ):
         _sample(model, "laplace", PrivacyLedger(), {"tune": 20}, public=["nope"])
     with pm.Model() as observed_public:
         p = pm.Beta("p", 1, 1)
@@ -375,3 +379,77 @@ def test_repeated_number_hyperparameters_stay_design_constants_only_as_priors():
         pm.Deterministic("shifted", weights + np.ones(3))  # not a prior: private
         pm.Categorical("c", p=weights, observed=np.array([0, 1, 2, 2, 1, 0]))
     assert classify_inputs(model).private_reads("shifted") == ["a constant array of shape (3,)"]
+
+
+@pytest.mark.parametrize("values", [[3.0, 5.0], [4.0, 4.0]])
+def test_two_element_arrays_read_by_a_deterministic_are_private(values):
+    """The boundary is one number: an array of two elements (two records, or two labels)
+    read by a Deterministic is private, whether its values differ or not; a single number
+    is a design constant. (A mutant letting arrays of size 2 through as design constants
+    survived every boundary test: none had two elements.)"""
+    pair = np.array(values)
+    with pm.Model() as model:
+        rate = pm.Beta("rate", 1.0, 1.0)
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+        pm.Deterministic("published", rate + pt.as_tensor(pair).sum())
+        pm.Deterministic("scaled", 2.5 * rate)
+    inputs = classify_inputs(model)
+    assert inputs.private_reads("published") == ["a constant array of shape (2,)"]
+    assert not inputs.private_reads("scaled")
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=r"'published' reads a constant array of shape"):
+        pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
+
+
+def test_an_opaque_python_op_is_refused_naming_it():
+    """What a ``wrap_py`` op reads is invisible to the graph: a Deterministic through one is
+    refused, and the message says so (not "observed values")."""
+    from pytensor import wrap_py
+
+    @wrap_py(itypes=[pt.dscalar], otypes=[pt.dscalar])
+    def shifted(value):
+        return np.asarray(value + 1.0)
+
+    with pm.Model() as model:
+        rate = pm.Beta("rate", 1.0, 1.0)
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+        pm.Deterministic("opaque", shifted(rate))
+    [read] = classify_inputs(model).private_reads("opaque")
+    assert read.startswith("an opaque Python op (") and read.endswith(
+        ") whose reads pymc_dp cannot see"
+    )
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=r"'opaque' reads an opaque Python op \("):
+        pymc_dp.sample(5, epsilon=1.0, model=model, ledger=ledger, **QUIET)
+    assert len(ledger) == 0
+
+
+def test_a_literal_size_of_two_dimensions_is_a_design_constant():
+    """A shape given as a distribution's size is public (the constant (2, 3) has two distinct
+    values, yet reads nothing about a record)."""
+    with pm.Model() as model:
+        rate = pm.Beta("rate", 1.0, 1.0)
+        pm.Normal("z", 0.0, 1.0, size=(2, 3))
+        pm.Bernoulli("y", p=rate, observed=OUTCOME)
+    inputs = classify_inputs(model)
+    assert not inputs.private_reads("z")
+    assert "a constant of shape (2,)" in inputs.labels.values()
+
+
+def test_hmm_noise_aware_inference_with_the_collapsed_sampler_is_refused_before_release():
+    _, model = _hmm(truncation=10)
+    ledger = PrivacyLedger()
+    with pytest.raises(
+        ValueError, match=r"^inference='noise-aware' samples the states by FFBS: use hmm_method"
+    ):
+        pymc_dp.sample(
+            5,
+            epsilon=1.0,
+            model=model,
+            ledger=ledger,
+            inference="noise-aware",
+            hmm_method="collapsed",
+            **QUIET,
+        )
+    assert len(ledger) == 0
