@@ -62,7 +62,7 @@ most ``tol`` in total variation.
 Compiled. The windows, draws and whole sweeps run in the numba kernels of
 ``pymc_dp.families._count_kernels`` (one call per sweep, uniforms from the caller's
 generator); the first noise-aware run on a machine compiles them and says so
-(:func:`announce_kernels`).
+(``announce_kernels``).
 
 Large counts. The window is O(b · (log(1/tol) + log-factors of the prior)) wide wherever the
 counts are: the Gamma-function part varies slowly (like (a − 1)·log x) while the Laplace factor
@@ -235,7 +235,7 @@ def sup_log_gamma_part(
     interval: the extra points lie in the interval and cannot exceed the maximum, so the
     result is exact. ``end`` may be +inf when Φ → −∞ there (the cell target with slope < 0:
     P has leading coefficient e^slope − 1 < 0). The window's tail bounds use the same
-    computation (:func:`pymc_dp.families._count_kernels.sup_rise`).
+    computation (``pymc_dp.families._count_kernels.sup_rise``).
     """
     squeeze = np.ndim(start) == 1
     start, end, slope, reference = (
@@ -468,9 +468,9 @@ class LatentCounts:
         table), each n_j | n_j + n_k from :func:`pair_target`. Private totals: every cell in
         turn from :func:`cell_target`. Each move is an exact draw (up to ``tol``) from a full
         conditional of p(n | ñ, a), so the sweep leaves it invariant. The whole sweep is one
-        call of a compiled kernel (:func:`pymc_dp.families._count_kernels.pair_sweep`,
-        :func:`~pymc_dp.families._count_kernels.cell_sweep`) with its uniforms drawn from
-        ``rng``. Updates :attr:`counts` in place and returns it.
+        call of a compiled kernel (``pymc_dp.families._count_kernels.pair_sweep``,
+        ``cell_sweep``) with its uniforms drawn from
+        ``rng``. Updates ``counts`` in place and returns it.
         """
         a = np.ascontiguousarray(concentration, dtype=np.float64)
         if self.totals is not None:
