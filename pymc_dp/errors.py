@@ -1,10 +1,16 @@
-"""Exceptions raised by pymc_dp.
+"""Exceptions raised by pymc_dp, and the rule that what it prints shows no record.
 
 Every exception that can stop a release is raised *before* any noise is drawn, so that an
-error never leaves a partial release behind.
+error never leaves a partial release behind. Messages name variables and counts, never
+values; so do the reprs of the internal objects that hold records or values computed from
+them (:func:`value_free_repr`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
 
 __all__ = [
     "BudgetExceededError",
@@ -13,6 +19,7 @@ __all__ = [
     "PrivacyError",
     "SessionCorruptedError",
     "SessionMismatchError",
+    "value_free_repr",
 ]
 
 
@@ -50,3 +57,42 @@ class SessionCorruptedError(PrivacyError):
 class SessionMismatchError(PrivacyError, ValueError):
     """A session file was opened for another dataset or with another budget than it was
     created with. A session is never re-budgeted: start a new file for a new budget."""
+
+
+def value_free_repr[T: type](cls: T) -> T:
+    """Class decorator: a dataclass's repr that shows no array value.
+
+    Objects that hold records or values computed from them (links, blocks, exact statistics,
+    released tables) are printed by debuggers, logs and error reports. Their repr lists the
+    fields as a dataclass's does, but every NumPy array or scalar is shown by its shape and
+    dtype, and every PyTensor variable by its type and name (a constant's repr would quote
+    its data); tuples, lists, sets and mappings are shown element by element, nested objects
+    by their own repr. Apply it above ``@dataclass`` (which would otherwise write its own).
+    """
+
+    def __repr__(self) -> str:
+        shown = (f for f in dataclasses.fields(self) if f.repr)
+        fields = ", ".join(f"{f.name}={_value_free(getattr(self, f.name))}" for f in shown)
+        return f"{type(self).__name__}({fields})"
+
+    cls.__repr__ = __repr__
+    cls.__repr__.value_free = True
+    return cls
+
+
+def _value_free(value) -> str:
+    from collections.abc import Mapping
+
+    from pytensor.graph.basic import Variable
+
+    if isinstance(value, np.ndarray | np.generic):
+        return f"<{type(value).__name__} shape={np.shape(value)} dtype={value.dtype}>"
+    if isinstance(value, Variable):
+        return f"<{type(value).__name__} {value.name!r}>"
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_value_free(k)}: {_value_free(v)}" for k, v in value.items())
+        return f"{{{items}}}"
+    if isinstance(value, tuple | list | set | frozenset):
+        items = ", ".join(_value_free(v) for v in value)
+        return f"{type(value).__name__}([{items}])"
+    return repr(value)

@@ -61,7 +61,7 @@ from pymc_dp.analysis.graph import (
     strip_expand_dims,
     variable_value,
 )
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families import BOUNDED_FAMILIES
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure, declared_bounds
 
@@ -82,6 +82,7 @@ _SHAPES = (
 )
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedFound:
     """A recognised bounded likelihood: its link and the graph inputs it claims.

@@ -65,7 +65,7 @@ from pymc_dp.analysis.graph import (
     strip_expand_dims,
     variable_value,
 )
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 
 __all__ = [
     "ModelInputs",
@@ -83,6 +83,7 @@ _FIX = (
 )
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class ModelInputs:
     """Every array a model reads, classified, and which model variables read which.

@@ -60,7 +60,7 @@ from pymc_dp.analysis.graph import (
 )
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.distributions import TruncatedDirichletRV
-from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
 from pymc_dp.families import FAMILIES, group_sums
 from pymc_dp.families.base import (
     private_trials_log_likelihood_bound,
@@ -105,6 +105,7 @@ _HOW_TO_TRUNCATE = {
 }
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedLikelihood:
     """One observed variable, its block and its log-likelihood bound.
@@ -134,6 +135,7 @@ class BoundedLikelihood:
     grouped: bool
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class TemperedBlock:
     """A truncated prior with the observed likelihoods that read it.
@@ -179,6 +181,7 @@ class TemperedBlock:
         return self.shape[-1] - 1 if self.kind == "dirichlet" else 1
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class TemperedModel:
     """The blocks of a model, its other free variables and the disjointness declaration.
@@ -332,6 +335,7 @@ def _check_disjoint(groups, observed_names) -> None:
         seen |= set(group)
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class _RecordArrays:
     """The arrays one likelihood reads its records from (private: kept only while the model

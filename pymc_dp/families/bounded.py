@@ -38,7 +38,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.errors import InvalidPrivateDataError, value_free_repr
 from pymc_dp.families.base import (
     RecordSummary,
     reject_out_of_range,
@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedStructure:
     """The public structure of one observed likelihood with declared bounds.
@@ -127,6 +128,7 @@ class BoundedStructure:
         return "; ".join(parts)
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedLink:
     """A bounded likelihood with its private records.

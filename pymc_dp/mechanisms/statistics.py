@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families.base import ConjugateLink, table_l2_sensitivity
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
@@ -74,6 +74,7 @@ __all__ = [
 _SOURCE = "Foulds et al. 2016, §3.2, eq. (16)-(17); Laplace mechanism eq. (3)"
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class ReleasedStatistics:
     """The public result of one Laplace release of a link's sufficient statistics.
@@ -132,6 +133,7 @@ BOUNDED_SOURCES = {
 """Paper, section and equation of each bounded family's release (for the ledger)."""
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedRelease:
     """The public result of one Laplace release of a bounded family's statistics.
