@@ -17,6 +17,7 @@ from pymc_dp.errors import (
     PrivacyError,
     SessionCorruptedError,
     SessionMismatchError,
+    StaleReleaseError,
 )
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
@@ -60,6 +61,7 @@ __all__ = [
     "ReleasedStatistics",
     "SessionCorruptedError",
     "SessionMismatchError",
+    "StaleReleaseError",
     "TemperedConjugateGibbs",
     "__version__",
     "analyse_model",

@@ -19,6 +19,7 @@ __all__ = [
     "PrivacyError",
     "SessionCorruptedError",
     "SessionMismatchError",
+    "StaleReleaseError",
     "value_free_repr",
 ]
 
@@ -46,6 +47,11 @@ class NonPrivateModelError(PrivacyError):
 
     pymc_dp refuses such models instead of falling back to a non-private sampler.
     """
+
+
+class StaleReleaseError(PrivacyError, ValueError):
+    """A step's release was made from other records than the model now holds (``pm.set_data``
+    after the step was built). Raised before anything is charged, released or sampled."""
 
 
 class SessionCorruptedError(PrivacyError):
