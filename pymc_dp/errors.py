@@ -17,6 +17,7 @@ __all__ = [
     "InvalidPrivateDataError",
     "NonPrivateModelError",
     "PrivacyError",
+    "ReleasedRunFailedError",
     "SessionCorruptedError",
     "SessionMismatchError",
     "StaleReleaseError",
@@ -47,6 +48,21 @@ class NonPrivateModelError(PrivacyError):
 
     pymc_dp refuses such models instead of falling back to a non-private sampler.
     """
+
+
+class ReleasedRunFailedError(PrivacyError, RuntimeError):
+    """A run failed *after* its release: the privacy cost was charged (and the noise drawn or
+    the draws made) but no trace was returned.
+
+    The spend stands: the ledger (or session) records it, and :attr:`events` lists this run's
+    events. The error that stopped the run is chained as ``__cause__``. Raised by
+    :func:`pymc_dp.sample` for a failure that no check before the charge could exclude (a
+    sampler that cannot start, an interrupted cluster, ...).
+    """
+
+    def __init__(self, message: str, events: tuple = ()) -> None:
+        super().__init__(message)
+        self.events = tuple(events)
 
 
 class StaleReleaseError(PrivacyError, ValueError):
