@@ -68,6 +68,7 @@ from pymc_dp.families.base import (
     require_integers,
 )
 from pymc_dp.families.beta import bernoulli_log_likelihood_bound, binomial_log_likelihood_bound
+from pymc_dp.families.bounded import declared_bounds
 from pymc_dp.families.dirichlet import (
     categorical_log_likelihood_bound,
     multinomial_log_likelihood_bound,
@@ -596,7 +597,7 @@ def _declared_bounds(name: str, bounds, what: str) -> tuple[float, float]:
     low, high = (float(b) for b in bounds)
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"{name}: data_bounds must be finite with low < high, got {bounds!r}")
-    return low, high
+    return declared_bounds((low, high), name, what)
 
 
 def _poisson_statistics(name, data, params, model, truncation, grouped, bounds, trials, shape):

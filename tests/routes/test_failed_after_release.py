@@ -73,3 +73,42 @@ def test_a_refusal_before_the_charge_is_not_wrapped(monkeypatch):
             progressbar=False,
         )
     assert len(ledger) == 0
+
+
+# --- bounds too wide for float64 are refused before the charge -------------------------------
+
+NEAR = np.array([9.0e153, 9.9e153, 9.5e153])  # records near the declared bound 1e154
+
+
+def _normal(values, truncated=False):
+    with pm.Model() as model:
+        mu = (
+            pm.TruncatedNormal("mu", 0.0, 1.0, lower=-1.0, upper=1.0)
+            if truncated
+            else pm.Normal("mu", 0.0, 1.0)
+        )
+        pm.Normal("y", mu=mu, sigma=1.0, observed=values)
+    return model
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "ops"])
+def test_bounds_too_wide_for_float64_are_refused_before_anything_is_charged(mechanism):
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match=r"data_bounds\['y'\] reach 1e\+154 .* overflows"):
+        pymc_dp.sample(
+            5,
+            model=_normal(NEAR, truncated=mechanism == "ops"),
+            epsilon=1.0,
+            mechanism=mechanism,
+            data_bounds={"y": (0.0, 1e154)},
+            ledger=ledger,
+            progressbar=False,
+        )
+    assert len(ledger) == 0
+
+
+def test_bounds_within_the_headroom_are_accepted():
+    from pymc_dp.analysis import recognise
+
+    recognised = recognise(_normal(NEAR / 1e4), "laplace", data_bounds={"y": (0.0, 1e150)})
+    assert set(recognised.blocks) == {"y"}
