@@ -336,8 +336,9 @@ def _two_sites(first, second, labels=(None, None)):
 )
 def test_disjoint_refuses_likelihoods_that_read_the_same_records(second):
     """Two likelihoods of one array declared disjoint would pay max(Δ) for a record in both:
-    the temperature halves while the ledger still says ε (N = 10, truncation [0.1, 0.9]:
-    OPS T 8.79 → 4.39, exact loss 1.375 > ε = 1). Accepted before the fix."""
+    the temperature halves while the ledger still says ε (truncation [0.1, 0.9], ε = 1: OPS
+    T = 2·2Δ/ε = 8.79 → 4.39; the review measured an exact loss of 1.375 on one neighbouring
+    pair with N = 10). Accepted before the fix."""
     model = _two_sites(TEN, TEN if second is None else second)
     analyse_tempered_model(model)  # without the declaration the Δ_v add: accepted
     with pytest.raises(NonPrivateModelError, match=r"y1 and y2 read the same observed values"):
