@@ -17,8 +17,10 @@ from pymc_dp.errors import (
     InvalidPrivateDataError,
     NonPrivateModelError,
     PrivacyError,
+    ReleasedRunFailedError,
     SessionCorruptedError,
     SessionMismatchError,
+    StaleReleaseError,
 )
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
@@ -63,9 +65,11 @@ __all__ = [
     "PrivacySession",
     "PrivateConjugateGibbs",
     "PrivateMetropolis",
+    "ReleasedRunFailedError",
     "ReleasedStatistics",
     "SessionCorruptedError",
     "SessionMismatchError",
+    "StaleReleaseError",
     "TemperedConjugateGibbs",
     "__version__",
     "analyse_model",

@@ -1,18 +1,27 @@
-"""Exceptions raised by pymc_dp.
+"""Exceptions raised by pymc_dp, and the rule that what it prints shows no record.
 
 Every exception that can stop a release is raised *before* any noise is drawn, so that an
-error never leaves a partial release behind.
+error never leaves a partial release behind. Messages name variables and counts, never
+values; so do the reprs of the internal objects that hold records or values computed from
+them (:func:`value_free_repr`).
 """
 
 from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
 
 __all__ = [
     "BudgetExceededError",
     "InvalidPrivateDataError",
     "NonPrivateModelError",
     "PrivacyError",
+    "ReleasedRunFailedError",
     "SessionCorruptedError",
     "SessionMismatchError",
+    "StaleReleaseError",
+    "value_free_repr",
 ]
 
 
@@ -95,6 +104,26 @@ class NonPrivateModelError(PrivacyError):
     """
 
 
+class ReleasedRunFailedError(PrivacyError, RuntimeError):
+    """A run failed *after* its release: the privacy cost was charged (and the noise drawn or
+    the draws made) but no trace was returned.
+
+    The spend stands: the ledger (or session) records it, and :attr:`events` lists this run's
+    events. The error that stopped the run is chained as ``__cause__``. Raised by
+    :func:`pymc_dp.sample` for a failure that no check before the charge could exclude (a
+    sampler that cannot start, an interrupted cluster, ...).
+    """
+
+    def __init__(self, message: str, events: tuple = ()) -> None:
+        super().__init__(message)
+        self.events = tuple(events)
+
+
+class StaleReleaseError(PrivacyError, ValueError):
+    """A step's release was made from other records than the model now holds (``pm.set_data``
+    after the step was built). Raised before anything is charged, released or sampled."""
+
+
 class SessionCorruptedError(PrivacyError):
     """A session file fails verification: a line was edited, deleted, inserted, reordered or
     cut, or the file is not a session file. Its spend cannot be trusted, so nothing is
@@ -131,3 +160,42 @@ class SessionMismatchError(PrivacyError, ValueError):
     ...
     pymc_dp.errors.SessionMismatchError: ...
     """
+
+
+def value_free_repr[T: type](cls: T) -> T:
+    """Class decorator: a dataclass's repr that shows no array value.
+
+    Objects that hold records or values computed from them (links, blocks, exact statistics,
+    released tables) are printed by debuggers, logs and error reports. Their repr lists the
+    fields as a dataclass's does, but every NumPy array or scalar is shown by its shape and
+    dtype, and every PyTensor variable by its type and name (a constant's repr would quote
+    its data); tuples, lists, sets and mappings are shown element by element, nested objects
+    by their own repr. Apply it above ``@dataclass`` (which would otherwise write its own).
+    """
+
+    def __repr__(self) -> str:
+        shown = (f for f in dataclasses.fields(self) if f.repr)
+        fields = ", ".join(f"{f.name}={_value_free(getattr(self, f.name))}" for f in shown)
+        return f"{type(self).__name__}({fields})"
+
+    cls.__repr__ = __repr__
+    cls.__repr__.value_free = True
+    return cls
+
+
+def _value_free(value) -> str:
+    from collections.abc import Mapping
+
+    from pytensor.graph.basic import Variable
+
+    if isinstance(value, np.ndarray | np.generic):
+        return f"<{type(value).__name__} shape={np.shape(value)} dtype={value.dtype}>"
+    if isinstance(value, Variable):
+        return f"<{type(value).__name__} {value.name!r}>"
+    if isinstance(value, Mapping):
+        items = ", ".join(f"{_value_free(k)}: {_value_free(v)}" for k, v in value.items())
+        return f"{{{items}}}"
+    if isinstance(value, tuple | list | set | frozenset):
+        items = ", ".join(_value_free(v) for v in value)
+        return f"{type(value).__name__}([{items}])"
+    return repr(value)

@@ -50,6 +50,7 @@ __all__ = [
     "Remaining",
     "SessionSpend",
     "compose",
+    "seeded_noise_assumption",
     "split_epsilon",
     "validate_epsilon",
     "validate_neighbouring",
@@ -127,6 +128,21 @@ def validate_neighbouring(neighbouring: str) -> str:
             f"neighbouring must be one of {NEIGHBOURING_RELATIONS}, got {neighbouring!r}"
         )
     return neighbouring
+
+
+def seeded_noise_assumption(noise: str) -> str:
+    """The ``unverified_assumption`` of an event whose noise a NumPy generator drew.
+
+    ``noise`` says which (the NumPy backend of the Laplace and Gaussian mechanisms, or a
+    posterior-sampling run's draws seeded from ``noise_rng``). Anyone who knows the seed
+    reproduces the noise, and NumPy's floating-point draws are open to Mironov's attack, so
+    the event is not a guarantee (:attr:`PrivacyLedger.guaranteed` is False).
+    """
+    return (
+        f"{noise} (tests and simulations only): the guarantee assumes the generator's state "
+        "stays secret (a known seed reproduces the noise) and ignores floating-point attacks "
+        "on the noise (Mironov 2012)"
+    )
 
 
 @dataclass(frozen=True)

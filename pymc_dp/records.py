@@ -53,7 +53,7 @@ import pandas as pd
 import pymc as pm
 from pytensor.compile.sharedvalue import SharedVariable
 
-from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
 from pymc_dp.families.base import ConjugateLink, RecordSummary
 from pymc_dp.families.bounded import BoundedLink
 
@@ -334,6 +334,7 @@ class _Column:
     position: int = 0  # the block's position among an array link's blocks
 
 
+@value_free_repr
 @dataclasses.dataclass(frozen=True)
 class _Binding:
     """One link to summarise: its template (records removed) and where each field is."""
@@ -378,6 +379,7 @@ def _series_values(series: pd.Series, categories: tuple | None) -> np.ndarray:
     return series.to_numpy()
 
 
+@value_free_repr
 @dataclasses.dataclass(frozen=True)
 class _Part:
     """One partition's summary of one link: the statistics, or an error (counts only)."""

@@ -12,6 +12,7 @@ session between the route's budget check and its last charge.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -22,7 +23,7 @@ from pymc.util import RandomState
 
 from pymc_dp.analysis import recognise
 from pymc_dp.analysis.inputs import validate_public
-from pymc_dp.errors import BudgetExceededError
+from pymc_dp.errors import BudgetExceededError, ReleasedRunFailedError
 from pymc_dp.inference import INFERENCES
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_neighbouring
 from pymc_dp.mechanisms.exponential import ACCOUNTINGS
@@ -427,6 +428,11 @@ def sample(
                 raise
             message = _budget_message_with_step_releases(error, step_events)
             raise BudgetExceededError(message) from error
+        except Exception as error:
+            spent = _run_ledger(run_ledger, spent_before, ()).events
+            if not spent:  # refused before anything was charged: the error says so
+                raise
+            raise ReleasedRunFailedError(_failed_after_release(error, spent), spent) from error
         trace_ledger = _run_ledger(run_ledger, spent_before, step_events)
     return trace_ledger.attach(idata)
 
@@ -470,6 +476,19 @@ def _run_ledger(
     # only a session names one: a ledger rebuilt from an old trace keeps that trace's record
     this_run.session = run_ledger.session if isinstance(run_ledger, PrivacySession) else None
     return this_run
+
+
+def _failed_after_release(error: Exception, spent: tuple[PrivacyEvent, ...]) -> str:
+    """What a run that failed after charging spent: its events, ε and δ (no value of the
+    records or the draws; the cause is chained)."""
+    epsilon, delta = math.fsum(e.epsilon for e in spent), math.fsum(e.delta for e in spent)
+    listed = "; ".join(f"{e.mechanism} on {', '.join(e.variables) or '-'}" for e in spent)
+    return (
+        f"the run failed after its release ({type(error).__name__}, chained below): "
+        f"{len(spent)} event(s) were charged, epsilon={epsilon:g}, delta={delta:g} ({listed}). "
+        "That spend stands (the ledger or session records it) and no trace was returned; "
+        "a new run is a new release."
+    )
 
 
 def _budget_message_with_step_releases(

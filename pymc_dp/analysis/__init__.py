@@ -29,6 +29,7 @@ import pymc as pm
 from pymc_dp.analysis.conjugate import analyse_model, find_dirichlet_posterior
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.analysis.tempered import analyse_tempered_model
+from pymc_dp.errors import value_free_repr
 from pymc_dp.mechanisms.dirichlet import DP_RELEASES as DIRICHLET_RELEASES
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 from pymc_dp.records import refuse_dask_records, refuse_public
@@ -49,6 +50,7 @@ HMM_HANDLED = frozenset({"cell_log_likelihood"})
 """The naive-Bayes HMM's potential that reads the private count tensor (its mechanism's)."""
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class Recognised:
     """A model as one route sees it.

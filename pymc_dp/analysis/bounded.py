@@ -65,7 +65,7 @@ from pymc_dp.analysis.graph import (
     variable_value,
     wrapped_parameter,
 )
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families import BOUNDED_FAMILIES, LAPLACE_PATTERNS
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure, declared_bounds
 
@@ -83,6 +83,7 @@ _LIKELIHOODS = likelihoods(BOUNDED_LIKELIHOODS)
 _ROUTE = "The Laplace statistics (mechanism='laplace')"
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedFound:
     """A recognised bounded likelihood: its link and the graph inputs it claims.

@@ -62,7 +62,7 @@ from pymc_dp.analysis.graph import (
 )
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.distributions import TruncatedDirichletRV
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families import FAMILIES, LAPLACE_PATTERNS
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.families.bounded import BoundedLink
@@ -318,6 +318,7 @@ def _clamp_keys(clamp_to_bounds, data_bounds: Mapping) -> frozenset[str]:
     return frozenset(clamp_to_bounds)
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class DirichletPosteriorBlock:
     """The one Dirichlet–Categorical pair whose posterior the Dirichlet mechanisms release

@@ -26,6 +26,9 @@ Where the line is (and why):
   outcome 1), and a Deterministic reading such labels would publish them; whether an array
   is private never depends on its values. Shapes, sizes, dims and coords are
   public: never build them from the records (a shape of ``(n_positive,)`` releases a count).
+  A dim that indexes records (a record axis of an observed variable) may have no coordinate
+  values or the range 0..n − 1 only: its values are copied into the trace with every variable
+  on that dim, so names or ids of the records are refused (:func:`refuse_record_coords`).
   A number computed from the records (an empirical prior mean, a data-derived σ) is a release
   pymc_dp cannot see: choose such numbers without the data, or release them with a mechanism.
 * **public** — a ``pm.Data`` container named in ``public=[...]`` (the one documented way to
@@ -65,13 +68,14 @@ from pymc_dp.analysis.graph import (
     strip_expand_dims,
     variable_value,
 )
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 
 __all__ = [
     "ModelInputs",
     "claimed_reads",
     "classify_inputs",
     "refuse_private_reads",
+    "refuse_record_coords",
     "validate_public",
 ]
 
@@ -83,6 +87,7 @@ _FIX = (
 )
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class ModelInputs:
     """Every array a model reads, classified, and which model variables read which.
@@ -189,6 +194,7 @@ def classify_inputs(
     ModelInputs
     """
     public = validate_public(model, public)
+    refuse_record_coords(model)
     data_names = {var: var.name for var in model.data_vars}
     dim_lengths = {length: dim for dim, length in model.dim_lengths.items()}
     observed_values = {model.rvs_to_values[rv]: rv.name for rv in model.observed_RVs}
@@ -260,6 +266,49 @@ def classify_inputs(
         inputs.kinds[source] = kind
         inputs.labels[source] = label
     return inputs
+
+
+def record_dims(model: pm.Model) -> dict[str, str]:
+    """The dims that index records: ``{dim: observed variable}`` for every record axis of an
+    observed variable (all its axes but a multivariate likelihood's support, e.g. a
+    Multinomial's categories)."""
+    found: dict[str, str] = {}
+    for rv in model.observed_RVs:
+        dims = model.named_vars_to_dims.get(rv.name) or ()
+        support = getattr(rv.owner.op, "ndim_supp", 0) if rv.owner is not None else 0
+        for dim in dims[: len(dims) - support]:
+            if dim is not None:
+                found.setdefault(dim, rv.name)
+    return found
+
+
+def refuse_record_coords(model: pm.Model) -> None:
+    """Refuse coordinate values on a dim that indexes records, other than 0..n − 1.
+
+    The values of a model's coords are copied into the trace for every variable on the dim
+    (a record-indexed Deterministic, the observed data), unnoised: names, ids or dates of the
+    records would be published. A record dim may have no coordinate values
+    (``model.add_coord(dim, length=n)``) or the range 0..n − 1, which says nothing but n
+    (public under replace-one).
+
+    Raises
+    ------
+    NonPrivateModelError
+        Naming the dim and the observed variable it indexes, never a value.
+    """
+    for dim, observed in record_dims(model).items():
+        values = model.coords.get(dim)
+        if values is None:
+            continue
+        array = np.asarray(values)
+        if array.dtype.kind in "iu" and np.array_equal(array, np.arange(array.size)):
+            continue
+        raise NonPrivateModelError(
+            f"dim {dim!r} indexes the records of {observed!r}, but its coordinate values are "
+            f"not 0..n-1 ({array.size} values): they would be copied into the trace unnoised. "
+            f"Give no values (model.add_coord({dim!r}, length=n)) or range(n). Nothing was "
+            "released."
+        )
 
 
 def refuse_private_reads(

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
@@ -56,6 +56,7 @@ from pymc_dp.analysis.graph import (
     record_domain,
     record_values,
     reject_imputation,
+    require_as_is,
     split_parameter,
     unsupported_likelihood,
     variable_value,
@@ -63,7 +64,7 @@ from pymc_dp.analysis.graph import (
 )
 from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
 from pymc_dp.distributions import TruncatedDirichletRV
-from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
 from pymc_dp.families import FAMILIES, group_sums
 from pymc_dp.families.base import (
     private_trials_log_likelihood_bound,
@@ -71,6 +72,7 @@ from pymc_dp.families.base import (
     require_integers,
 )
 from pymc_dp.families.beta import bernoulli_log_likelihood_bound, binomial_log_likelihood_bound
+from pymc_dp.families.bounded import declared_bounds
 from pymc_dp.families.dirichlet import (
     categorical_log_likelihood_bound,
     multinomial_log_likelihood_bound,
@@ -122,6 +124,7 @@ TEMPERED_PATTERNS: tuple[str, ...] = tuple(
 :data:`LIKELIHOOD_PRIORS`: the list a refusal of an unsupported likelihood gives."""
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedLikelihood:
     """One observed variable, its block and its log-likelihood bound.
@@ -151,6 +154,7 @@ class BoundedLikelihood:
     grouped: bool
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class TemperedBlock:
     """A truncated prior with the observed likelihoods that read it.
@@ -196,6 +200,7 @@ class TemperedBlock:
         return self.shape[-1] - 1 if self.kind == "dirichlet" else 1
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class TemperedModel:
     """The blocks of a model, its other free variables and the disjointness declaration.
@@ -283,7 +288,8 @@ def analyse_tempered_model(
         ``{observed name: M}`` for Binomial/Multinomial likelihoods with per-record trials.
     disjoint : sequence of sequences of str
         Groups of observed variables whose records are different people (a public split that
-        a replaced record cannot cross). Each group composes in parallel.
+        a replaced record cannot cross). Each group composes in parallel. Refused when two
+        of a group's likelihoods read the same records.
     inputs : ModelInputs, optional
         The model's classified inputs (:func:`pymc_dp.analysis.inputs.classify_inputs`);
         classified here, with nothing declared public, when not given.
@@ -294,7 +300,8 @@ def analyse_tempered_model(
         For an observed variable that is not a supported likelihood of a truncated prior
         (the message names the missing truncation or bound), a prior that feeds anything
         else, a non-block free variable read by a likelihood, or non-constant truncation
-        bounds, Normal σ or Dirichlet α.
+        bounds, Normal σ or Dirichlet α; or for a ``disjoint`` group two of whose
+        likelihoods read the same observed or group-label array (one array or equal copies).
     InvalidPrivateDataError
         If a record lies outside its declared domain (NaN, out of bounds, unknown category).
     ValueError
@@ -313,12 +320,14 @@ def analyse_tempered_model(
     _check_disjoint(groups, observed_names)
     by_prior: dict[str, list[BoundedLikelihood]] = {}
     priors: dict[str, Variable] = {}
+    records: dict[str, _RecordArrays] = {}
     for rv in model.observed_RVs:
-        likelihood, prior_rv = _bounded_likelihood(
+        likelihood, prior_rv, records[rv.name] = _bounded_likelihood(
             model, rv, data_bounds.get(rv.name), max_trials.get(rv.name)
         )
         by_prior.setdefault(prior_rv.name, []).append(likelihood)
         priors[prior_rv.name] = prior_rv
+    _refuse_shared_records(groups, records)
     refuse_private_reads(
         model, inputs if inputs is not None else classify_inputs(model), observed_names
     )
@@ -343,6 +352,61 @@ def _check_disjoint(groups, observed_names) -> None:
                 f"across all groups; got {list(groups)}"
             )
         seen |= set(group)
+
+
+@value_free_repr
+@dataclass(frozen=True, eq=False)
+class _RecordArrays:
+    """The arrays one likelihood reads its records from (private: kept only while the model
+    is analysed, to check a ``disjoint`` declaration; never in a block)."""
+
+    observed: Variable
+    observed_values: np.ndarray = field(repr=False)
+    labels: Variable | None = None
+    label_values: np.ndarray | None = field(default=None, repr=False)
+
+
+def _same_array(a: Variable, a_values, b: Variable, b_values) -> bool:
+    """Whether two record arrays are one array: the same graph variable or container, or
+    equal values (a copy of the same records)."""
+    if a is b:
+        return True
+    a_values, b_values = np.asarray(a_values), np.asarray(b_values)
+    return a_values.shape == b_values.shape and bool(np.array_equal(a_values, b_values))
+
+
+def _refuse_shared_records(groups, records: Mapping[str, _RecordArrays]) -> None:
+    """Refuse a ``disjoint`` group two of whose likelihoods read the same records.
+
+    A disjoint declaration says that one person's record is in at most one of the group's
+    observed variables, so a replaced record changes one likelihood and the group costs its
+    largest Δ_v. Two likelihoods that read the same observed array, or the same group labels
+    (a record's label is part of the record), see one replaced record in both: the group then
+    costs the sum, and declaring it disjoint would charge less than the release spends. Equal
+    values count as the same array (a copy of the records). The message names the variables,
+    never a value.
+    """
+    for group in groups:
+        for i, first in enumerate(group):
+            for second in group[i + 1 :]:
+                a, b = records[first], records[second]
+                shared = []
+                if _same_array(a.observed, a.observed_values, b.observed, b.observed_values):
+                    shared.append("observed values")
+                if (
+                    a.labels is not None
+                    and b.labels is not None
+                    and _same_array(a.labels, a.label_values, b.labels, b.label_values)
+                ):
+                    shared.append("group labels")
+                if shared:
+                    raise NonPrivateModelError(
+                        f"disjoint group {list(group)}: {first} and {second} read the same "
+                        f"{' and '.join(shared)} (one array, or equal copies), so one record "
+                        "is in both likelihoods and they cannot compose in parallel. Declare "
+                        "disjoint only observed variables whose records are different people "
+                        "by a public split. Nothing was released."
+                    )
 
 
 def _likelihood_kind(rv: Variable) -> str | None:
@@ -373,7 +437,7 @@ def _untruncated_kind(prior_rv: Variable) -> str | None:
 
 def _bounded_likelihood(
     model: pm.Model, observed_rv: Variable, bounds, trials_bound
-) -> tuple[BoundedLikelihood, Variable]:
+) -> tuple[BoundedLikelihood, Variable, _RecordArrays]:
     name = observed_rv.name
     likelihood = _likelihood_kind(observed_rv)
     if likelihood is None:
@@ -434,7 +498,8 @@ def _bounded_likelihood(
             record_values(index, name, "group labels").reshape(-1), name, "group labels"
         )
         reject_out_of_range(groups, 0, n_groups - 1, name, "group labels")
-    data = record_values(model.rvs_to_values[observed_rv], name, "observed values")
+    observed_var = model.rvs_to_values[observed_rv]
+    data = record_values(observed_var, name, "observed values")
     lower, upper = _truncation(prior_rv, kind, shape, name)
     grouped = groups is not None and n_groups > 1
     statistics, bound = _STATISTICS[likelihood](
@@ -444,7 +509,14 @@ def _bounded_likelihood(
     if groups is not None and groups.shape != (n_records,):
         raise InvalidPrivateDataError(f"{name}: {groups.size} group labels for {n_records} records")
     table = group_sums(statistics, groups, n_groups)
-    return BoundedLikelihood(name, prior_rv.name, likelihood, table, bound, grouped), prior_rv
+    arrays = _RecordArrays(
+        require_as_is(observed_var, name, "observed values"),
+        data,
+        None if index is None else require_as_is(index, name, "group labels"),
+        groups,
+    )
+    bounded = BoundedLikelihood(name, prior_rv.name, likelihood, table, bound, grouped)
+    return bounded, prior_rv, arrays
 
 
 def _n_records(data: np.ndarray, likelihood: str) -> int:
@@ -550,7 +622,7 @@ def _declared_bounds(name: str, bounds, what: str) -> tuple[float, float]:
     low, high = (float(b) for b in bounds)
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ValueError(f"{name}: data_bounds must be finite with low < high, got {bounds!r}")
-    return low, high
+    return declared_bounds((low, high), name, what)
 
 
 def _poisson_statistics(name, data, params, model, truncation, grouped, bounds, trials, shape):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from pymc_dp.errors import value_free_repr
 from pymc_dp.families import FAMILIES
 from pymc_dp.families.base import ConjugateLink, RecordDomain
 from pymc_dp.families.latent_counts import noise_aware_draws
@@ -38,6 +39,7 @@ __all__ = ["CountStudy", "count_intervals", "simulate_counts"]
 _PRIORS = {"beta-bernoulli": ("beta", 2), "dirichlet-categorical": ("dirichlet", 3)}
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class CountStudy:
     """Simulated data sets of one count family and their releases.

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor.tensor as pt
 
-from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.errors import InvalidPrivateDataError, value_free_repr
 
 __all__ = [
     "ConjugateFamily",
@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class RecordDomain:
     """Declared, data-independent domain of one record of an observed variable.
@@ -204,6 +205,7 @@ def reject_out_of_range(
         )
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class RecordSummary:
     """The exact statistics of records that live outside the model (a Dask collection),
@@ -226,6 +228,7 @@ class RecordSummary:
     partitions: int
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class ConjugateLink:
     """An observed variable of a conjugate family, with its private records.

@@ -38,7 +38,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.errors import InvalidPrivateDataError, value_free_repr
 from pymc_dp.families.base import (
     RecordSummary,
     reject_out_of_range,
@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedStructure:
     """The public structure of one observed likelihood with declared bounds.
@@ -127,6 +128,7 @@ class BoundedStructure:
         return "; ".join(parts)
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedLink:
     """A bounded likelihood with its private records.
@@ -283,7 +285,8 @@ def declared_bounds(bounds, name: str, what: str, width: int | None = None):
     Raises
     ------
     ValueError
-        If a bound is not finite, low >= high, or the per-column shapes do not match.
+        If a bound is not finite, low >= high, a bound or the range exceeds
+        :data:`LARGEST_BOUND` in magnitude, or the per-column shapes do not match.
     """
     try:
         low, high = bounds
@@ -307,7 +310,24 @@ def declared_bounds(bounds, name: str, what: str, width: int | None = None):
         raise ValueError(
             f"data_bounds[{name!r}] must be finite with low < high for its {what}, got {bounds!r}"
         )
+    largest = float(np.max(np.maximum(np.abs(low), np.abs(high - low))))
+    if largest > LARGEST_BOUND:
+        raise ValueError(
+            f"data_bounds[{name!r}] reach {largest:.3g} for its {what}: the private model's "
+            "log-density squares them (Σx², σ relative to the range) and sums over the "
+            f"records, which overflows float64 beyond {LARGEST_BOUND:.0e}, so the sampler "
+            "could not start after the release had been charged. Rescale the data (declare "
+            "its bounds in other units). Nothing was released."
+        )
     return (float(low), float(high)) if width is None else (low, high)
+
+
+LARGEST_BOUND = 1e150
+"""Largest |bound| and range a ``data_bounds`` entry may have (public, checked before any
+release). The private model computes squares of bound-scaled quantities summed over the
+records and their noise; 1e150² = 1e300 leaves a factor of ~1e8 below float64's largest
+number (1.8e308) for the sums. A check on public bounds, not a proof that every model starts:
+a failure after the release raises :class:`~pymc_dp.ReleasedRunFailedError`."""
 
 
 def check_bounded_values(

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_dp.errors import InvalidPrivateDataError
+from pymc_dp.errors import InvalidPrivateDataError, value_free_repr
 from pymc_dp.hmm._kernels import count_records
 
 if TYPE_CHECKING:
@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class CellCounts:
     """Counts of categorical records per (region, time) cell and feature.

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from pymc_dp.errors import value_free_repr
 from pymc_dp.hmm._kernels import ffbs_regions
 from pymc_dp.truncated import truncated_dirichlet_gibbs
 
@@ -53,6 +54,7 @@ __all__ = [
 _TINY = np.finfo(np.float64).tiny
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class HMMData:
     """What the sampler needs to know about the data and the prior (nothing else).

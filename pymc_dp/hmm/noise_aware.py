@@ -79,6 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr
 
+from pymc_dp.errors import value_free_repr
 from pymc_dp.hmm._kernels import (
     noise_aware_loglik,
     noise_aware_marginal_loglik,
@@ -106,6 +107,7 @@ between states."""
 _NEWTON_STEPS = 40
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class ReleasedCounts:
     """The released tensor as the noise-aware sampler reads it.
@@ -180,6 +182,7 @@ class ReleasedCounts:
         return dense
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class EmissionLatentState:
     """The sampler's auxiliary variables (not model variables; not in any trace).

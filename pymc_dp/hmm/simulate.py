@@ -6,12 +6,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_dp.errors import value_free_repr
 from pymc_dp.hmm.cells import CellCounts, cell_counts
 from pymc_dp.hmm.gibbs import categorical, simulate_chains
 
 __all__ = ["SimulatedHMM", "simulate_records"]
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class SimulatedHMM:
     """Records drawn from known parameters, and the truth.

@@ -42,7 +42,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_epsilon
+from pymc_dp.ledger import (
+    PrivacyEvent,
+    PrivacyLedger,
+    seeded_noise_assumption,
+    validate_delta,
+    validate_epsilon,
+)
 from pymc_dp.mechanisms.laplace import NoiseBackend, _opendp, check_release_inputs
 
 __all__ = [
@@ -285,8 +291,4 @@ def release_gaussian(
     return noisy.reshape(array.shape)
 
 
-_NUMPY_ASSUMPTION = (
-    "NumPy floating-point Gaussian noise (tests and simulations only): the guarantee assumes "
-    "the generator's state stays secret (a known seed reproduces the noise) and ignores "
-    "floating-point attacks on the noise (Mironov 2012)"
-)
+_NUMPY_ASSUMPTION = seeded_noise_assumption("NumPy floating-point Gaussian noise")

@@ -22,7 +22,13 @@ from typing import Literal
 import numpy as np
 
 from pymc_dp.errors import InvalidPrivateDataError
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_epsilon, validate_neighbouring
+from pymc_dp.ledger import (
+    PrivacyEvent,
+    PrivacyLedger,
+    seeded_noise_assumption,
+    validate_epsilon,
+    validate_neighbouring,
+)
 
 __all__ = ["NOISE_BACKENDS", "NoiseBackend", "laplace_scale", "release_laplace"]
 
@@ -187,11 +193,7 @@ def release_laplace(
     return noisy.reshape(array.shape)
 
 
-_NUMPY_ASSUMPTION = (
-    "NumPy floating-point Laplace noise (tests and simulations only): the guarantee assumes "
-    "the generator's state stays secret (a known seed reproduces the noise) and ignores "
-    "floating-point attacks on the noise (Mironov 2012)"
-)
+_NUMPY_ASSUMPTION = seeded_noise_assumption("NumPy floating-point Laplace noise")
 
 
 def check_release_inputs(values, variables, neighbouring, backend, rng) -> np.ndarray:

@@ -41,12 +41,14 @@ statistics at once the L2 sensitivity is far below the L1 one (a regression's D 
 
 from __future__ import annotations
 
+import hmac
+import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, StaleReleaseError, value_free_repr
 from pymc_dp.families.base import ConjugateLink, table_l2_sensitivity
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
@@ -66,14 +68,61 @@ __all__ = [
     "release_bounded",
     "release_sufficient_statistics",
     "released_components",
+    "require_current_release",
+    "statistics_digest",
     "sufficient_statistics",
     "sufficient_statistics_l2_sensitivity",
     "sufficient_statistics_sensitivity",
 ]
 
 _SOURCE = "Foulds et al. 2016, §3.2, eq. (16)-(17); Laplace mechanism eq. (3)"
+_DIGEST_KEY = secrets.token_bytes(32)  # this process's key: a digest proves nothing elsewhere
 
 
+def statistics_digest(exact: np.ndarray) -> bytes:
+    """A keyed digest (HMAC-SHA256, a random key of this process) of the exact statistics a
+    release was computed from.
+
+    Kept with the release (:attr:`ReleasedStatistics.records_digest`) so that a step built
+    before ``pm.set_data`` can be checked against the model's records at sample time
+    (:func:`require_current_release`), without keeping the records or the exact statistics:
+    the key never leaves the process, so the digest reveals nothing about them. The records
+    enter a release only through these statistics, so equal digests mean the release is a
+    release of the current records.
+    """
+    array = np.ascontiguousarray(np.asarray(exact, dtype=np.float64))
+    mac = hmac.new(_DIGEST_KEY, repr(array.shape).encode(), "sha256")
+    mac.update(array.tobytes())
+    return mac.digest()
+
+
+def require_current_release(
+    release: ReleasedStatistics | BoundedRelease, link: ConjugateLink | BoundedLink | None
+) -> None:
+    """Refuse a release whose records are no longer the model's (``pm.set_data`` after the
+    step that made it was built): its posterior would be the old records' one.
+
+    Raises
+    ------
+    StaleReleaseError
+        Naming the observed variable, never a value.
+    """
+    if link is None:
+        current = b""
+    elif isinstance(link, BoundedLink):
+        current = statistics_digest(link.statistics())
+    else:
+        current = statistics_digest(sufficient_statistics(link))
+    if not current or not hmac.compare_digest(release.records_digest, current):
+        raise StaleReleaseError(
+            f"{release.observed}: the step's release was made from other records than the "
+            "model now holds (pm.set_data after the step was built?), so its posterior would "
+            "be the old records'. Build a new step (a new release, charged) for these records. "
+            "Nothing was released or sampled."
+        )
+
+
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class ReleasedStatistics:
     """The public result of one Laplace release of a link's sufficient statistics.
@@ -101,6 +150,9 @@ class ReleasedStatistics:
         The noise distribution of the release; ``"exponential"`` for a Dirichlet posterior
         drawn by the exponential mechanism (EHD, EHDS: :mod:`pymc_dp.routes.dirichlet`),
         whose ``scale`` is NaN.
+    records_digest : bytes
+        :func:`statistics_digest` of the exact statistics released (b"" when not made by
+        :func:`release_sufficient_statistics`); never the records.
 
     Examples
     --------
@@ -128,6 +180,7 @@ class ReleasedStatistics:
     neighbouring: str = "replace-one"
     public_totals: np.ndarray | None = None
     noise: str = "laplace"
+    records_digest: bytes = field(default=b"", repr=False)
 
 
 BOUNDED_SOURCES = {
@@ -147,6 +200,7 @@ BOUNDED_SOURCES = {
 """Paper, section and equation of each bounded family's release (for the ledger)."""
 
 
+@value_free_repr
 @dataclass(frozen=True, eq=False)
 class BoundedRelease:
     """The public result of one Laplace release of a bounded family's statistics.
@@ -170,6 +224,8 @@ class BoundedRelease:
         Record counts when they are public (one group, replace-one), else None.
     noise : {"laplace", "gaussian"}
         The noise distribution of the release.
+    records_digest : bytes
+        :func:`statistics_digest` of the exact statistics released; never the records.
     """
 
     observed: str
@@ -182,6 +238,7 @@ class BoundedRelease:
     neighbouring: str = "replace-one"
     public_n: np.ndarray | None = None
     noise: str = "laplace"
+    records_digest: bytes = field(default=b"", repr=False)
 
     @property
     def released_index(self) -> np.ndarray:
@@ -287,6 +344,7 @@ def release_bounded(
         neighbouring=neighbouring,
         public_n=public_n,
         noise=noise,
+        records_digest=statistics_digest(exact),
     )
 
 
@@ -484,6 +542,7 @@ def release_sufficient_statistics(
         neighbouring=neighbouring,
         public_totals=public_totals,
         noise=noise,
+        records_digest=statistics_digest(exact),
     )
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pymc_dp.errors import value_free_repr
 from pymc_dp.hmm.cells import CellCounts
 from pymc_dp.hmm.gibbs import simulate_chains
 from pymc_dp.hmm.privacy import emission_lower_bounds
@@ -36,6 +37,7 @@ HMM_SPEC_ATTR = "pymc_dp_hmm"
 _RESERVED_DIMS = ("region", "time", "state", "from_state")
 
 
+@value_free_repr
 @dataclass(frozen=True)
 class NaiveBayesHMMSpec:
     """How a naive-Bayes HMM model was built (enough to rebuild it on released counts)."""

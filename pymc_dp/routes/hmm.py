@@ -32,7 +32,7 @@ from pymc_dp.routes.base import RunRequest
 from pymc_dp.routes.tempered import charge_events, request_accounting
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.hmm_gibbs import METHODS, NaiveBayesHMMGibbs
-from pymc_dp.steps.noise import noise_seed_from
+from pymc_dp.steps.noise import flag_seeded_draws, noise_seed_from
 from pymc_dp.traces import (
     RELEASED_GROUP,
     discard_on_error,
@@ -245,7 +245,10 @@ def _sample_exponential_gibbs(
         )
         temperature, note = tight.temperature, _tight_note(tight)
     # charged before sampling: an exception while sampling cannot leave draws uncharged
-    charge_events(ledger, _noted(events_at(temperature), note))
+    charge_events(
+        ledger,
+        flag_seeded_draws(_noted(events_at(temperature), note), seeded=noise_rng is not None),
+    )
     noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
     with spec.rebuild(counts), route_context():
         step = NaiveBayesHMMGibbs(temperature=temperature, noise_seed=noise_seed)
@@ -331,7 +334,7 @@ def _sample_ops(spec, draws, epsilon, neighbouring, ledger, method, noise_rng, k
         variables=spec.variable_names,
     )
     # charged before sampling: an exception while sampling cannot leave draws uncharged
-    charge_events(ledger, _noted([event], note))
+    charge_events(ledger, flag_seeded_draws(_noted([event], note), seeded=noise_rng is not None))
     noise_seed = noise_seed_from(noise_rng)  # the sampler's draws are the privacy noise
     model = spec.rebuild(counts)
 

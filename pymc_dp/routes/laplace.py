@@ -38,7 +38,12 @@ from pymc_dp.families.latent_counts import announce_kernels
 from pymc_dp.inference import check_inference
 from pymc_dp.ledger import PrivacyLedger
 from pymc_dp.mechanisms.gaussian import validate_noise
-from pymc_dp.mechanisms.statistics import BoundedRelease, ReleasedStatistics, release_all
+from pymc_dp.mechanisms.statistics import (
+    BoundedRelease,
+    ReleasedStatistics,
+    release_all,
+    require_current_release,
+)
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
@@ -67,12 +72,17 @@ def run_laplace(request: RunRequest, recognised: Recognised) -> xr.DataTree:
         If epsilon is missing for links to release, or given when there is nothing to release.
     BudgetExceededError
         If the releases would exceed the budget (nothing is released).
+    StaleReleaseError
+        If a step's release was made from other records than the model holds now
+        (``pm.set_data`` after the step was built; nothing is charged or sampled).
     """
     if request.release is not None:
         raise ValueError("the Laplace path releases statistics once; every draw is free")
     noise = request_noise(request)
     inference = check_inference(request.inference)
     provided = _as_private_steps(request.step)
+    for release in (r for s in provided for r in s.releases):  # before anything is charged
+        require_current_release(release, recognised.blocks.get(release.observed))
     done = {r.observed for s in provided for r in s.releases}
     links = [link for name, link in recognised.blocks.items() if name not in done]
     if links and request.epsilon is None:

@@ -91,7 +91,7 @@ from pymc_dp.mechanisms.exponential import (
 )
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.steps.guard import route_context
-from pymc_dp.steps.noise import noise_seed_from
+from pymc_dp.steps.noise import flag_seeded_draws, noise_seed_from
 from pymc_dp.steps.private_metropolis import PrivateMetropolis, validate_proposal_scale
 from pymc_dp.steps.tempered_gibbs import TemperedConjugateGibbs
 from pymc_dp.tempering import temper
@@ -315,8 +315,11 @@ class _Run:
 
     def charge(self, events: list[PrivacyEvent], note: str) -> None:
         """Check the budget for all of the run's events, then charge them — before anything
-        is sampled, so that no exception raised while sampling leaves the run uncharged."""
+        is sampled, so that no exception raised while sampling leaves the run uncharged.
+        Draws seeded from ``noise_rng`` are flagged as not a guarantee
+        (:func:`~pymc_dp.steps.noise.flag_seeded_draws`)."""
         events = [dataclasses.replace(e, statistic=e.statistic + note) for e in events]
+        events = flag_seeded_draws(events, seeded=self.noise_seed is not None)
         if self.accounting == "basic":
             self.ledger.check(
                 math.fsum(e.epsilon for e in events), math.fsum(e.delta for e in events)

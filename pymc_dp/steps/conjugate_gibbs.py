@@ -30,7 +30,7 @@ from pymc_dp.analysis.graph import (
 )
 from pymc_dp.analysis.inputs import classify_inputs, refuse_private_reads
 from pymc_dp.analysis.rewrite import released_statistics_of
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families import FAMILIES, ConjugateFamily
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
 from pymc_dp.mechanisms.laplace import NoiseBackend
@@ -42,6 +42,7 @@ from pymc_dp.steps.transforms import forward_transform
 __all__ = ["PrivateConjugateGibbs"]
 
 
+@value_free_repr
 @dataclass(eq=False)
 class _ConjugateUpdate:
     """Everything one variable's conjugate update needs; no raw data."""

@@ -43,7 +43,7 @@ from pymc_dp.analysis.tempered import (
     analyse_tempered_model,
     prior_parameter_variables,
 )
-from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families.tempered import TEMPERING, tempered_draw
 from pymc_dp.steps.guard import check_route, in_route
 from pymc_dp.steps.noise import SecretNoise
@@ -53,6 +53,7 @@ from pymc_dp.steps.transforms import compile_transforms, forward_transform
 __all__ = ["TemperedConjugateGibbs"]
 
 
+@value_free_repr
 @dataclass(eq=False)
 class _BlockUpdate:
     """One block's tempered update in the model the step runs in; no raw data."""

@@ -797,3 +797,25 @@ def test_exponential_mechanism_gibbs_releases_every_draw_at_the_composed_cost(si
             ledger=ledger,
         )
     assert len(ledger) == 0
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
+def test_seeded_hmm_runs_are_flagged_as_no_guarantee(simulated, mechanism):
+    """The HMM's tempered mechanisms flag a seeded noise_rng as the tempered route does
+    (review finding 4; unflagged before)."""
+    ledger = PrivacyLedger()
+    pymc_dp.sample(
+        2,
+        tune=2,
+        chains=1,
+        model=naive_bayes_hmm(simulated.counts, 2, truncation=10),
+        epsilon=2.0,
+        mechanism=mechanism,
+        ledger=ledger,
+        noise_rng=np.random.default_rng(5),
+        progressbar=False,
+        random_seed=7,
+    )
+    assert ledger.events and all("noise_rng" in e.unverified_assumption for e in ledger.events)
+    assert not ledger.guaranteed

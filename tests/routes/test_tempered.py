@@ -503,3 +503,22 @@ def test_ledger_survives_netcdf(tmp_path):
     idata.to_netcdf(path, engine="h5netcdf")
     restored = PrivacyLedger.from_datatree(xr.open_datatree(path, engine="h5netcdf"))
     assert restored.events[0] == _only_event(idata)
+
+
+@pytest.mark.integration
+def test_a_seeded_run_is_flagged_as_no_guarantee():
+    """A seeded noise_rng with a fixed random_seed replays the released draw, so the event is
+    flagged as the NumPy Laplace backend's is (review finding 4; unflagged before)."""
+
+    def run(**noise):
+        idata = pymc_dp.sample(
+            1, model=_model(), epsilon=1.0, mechanism="ops", random_seed=13, **QUIET, **noise
+        )
+        return idata["posterior"]["rate"].values, PrivacyLedger.from_datatree(idata)
+
+    (first, ledger), (again, _) = run(**_noise(3)), run(**_noise(3))
+    np.testing.assert_array_equal(first, again)  # whoever holds the seed replays the release
+    (event,) = ledger.events
+    assert "noise_rng" in event.unverified_assumption and not ledger.guaranteed
+    _, fresh = run()
+    assert fresh.guaranteed and not fresh.events[0].unverified_assumption
