@@ -480,8 +480,8 @@ class PrivacyLedger:
         return _epsilon_at(self._events, delta)
 
     def remaining(self) -> Remaining:
-        """(epsilon, delta) left in the budget, as a :class:`~pymc_dp.ledger.Remaining` (a tuple that prints
-        rounded); ``(inf, 1.0)`` when there is no budget.
+        """(epsilon, delta) left in the budget, as a :class:`~pymc_dp.ledger.Remaining` (a
+        tuple that prints rounded); ``(inf, 1.0)`` when there is no budget.
 
         With ``tight_budget`` and a budget (ε, δ), δ > 0, the epsilon left is ε minus the
         tightest total at δ

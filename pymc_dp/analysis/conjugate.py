@@ -197,7 +197,8 @@ def analyse_model(
     Checks, in order: no imputed (NaN) observations; the structure of every bounded
     likelihood (Poisson, Normal, linear regression: :mod:`pymc_dp.analysis.bounded`, with
     its ``data_bounds``); the structure of every other likelihood, a Beta or Dirichlet
-    conjugate pair (:func:`~pymc_dp.analysis.conjugate.conjugate_structure`: anything else is refused as unsupported,
+    conjugate pair (:func:`~pymc_dp.analysis.conjugate.conjugate_structure`: anything else
+    is refused as unsupported,
     before the declarations and the private reads are checked); nothing but the observed
     likelihoods reads a private array, and a regression's covariates are read by its
     likelihood only (:func:`pymc_dp.analysis.inputs.refuse_private_reads`; ``inputs`` is
