@@ -234,6 +234,7 @@ EVENTS = st.one_of(
     ),
     delta=st.sampled_from([1e-9, 1e-6, 1e-3]),
 )
+@pytest.mark.integration
 def test_tight_total_is_at_most_basic_and_at_least_the_largest_event(events, delta):
     events = [
         PrivacyEvent.from_dict({**e.to_dict(), "partition": p, "compositions": e.compositions})

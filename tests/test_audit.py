@@ -486,6 +486,7 @@ def _normal_event(d0):
     return lambda noisy: bool(np.all(noisy <= exact))  # D0 is lower in both coordinates
 
 
+@pytest.mark.integration
 def test_end_to_end_audit_bounded_normal_release():
     link, d0, d1 = _normal_link()
     datasets = {0: d0, 1: d1}
@@ -703,6 +704,7 @@ def _regression_probabilities(scale):
     return float(stats.binom.cdf(2, 9, 0.5)), float(stats.binom.cdf(2, 9, 1.0 - below_1))
 
 
+@pytest.mark.integration
 def test_end_to_end_audit_bounded_regression_release():
     from pymc_dp.families.bounded import BoundedLink
 
@@ -731,6 +733,7 @@ def test_end_to_end_audit_bounded_regression_release():
     assert result.frequency_1 == pytest.approx(p1, abs=0.01)
 
 
+@pytest.mark.integration
 def test_negative_control_bounded_regression_with_sensitivity_one_is_caught():
     """The 9 released entries each move by 1; noise for Δ = 1 instead of 9 is 9ε-DP."""
     structure, d0, d1 = _regression_link()

@@ -68,6 +68,7 @@ def _token(text: str) -> re.Pattern:
     return re.compile(rf"(?<![\d.,]){re.escape(text)}(?![\d]|[.,]\d)")
 
 
+@pytest.mark.integration
 def test_stops_job_prints_and_writes_only_private_outputs(
     tmp_path, capsys, no_raw_reference, seeded_noise
 ):
@@ -90,6 +91,7 @@ def test_stops_job_prints_and_writes_only_private_outputs(
     assert png.shape[0] > 300 and png.shape[1] > 300 and png.std() > 0.01
 
 
+@pytest.mark.integration
 def test_stops_job_nonprivate_comparison_is_opt_in_and_labelled(tmp_path, capsys, seeded_noise):
     args = ["stops", "--epsilon", "0.05", *FAST, "--nonprivate-comparison"]
     code = main([*args, "--output-dir", str(tmp_path)])
@@ -257,6 +259,7 @@ def test_no_command_prints_help(capsys):
     assert "stops" in capsys.readouterr().out
 
 
+@pytest.mark.integration
 def test_hmm_job_prints_profiles_and_writes_trace_and_figures(tmp_path, capsys, no_raw_reference):
     args = ["hmm", "--epsilon", "5", "--states", "2", "--draws", "20", "--tune", "20"]
     code = main([*args, "--output-dir", str(tmp_path), "--no-progressbar", "--seed", "1"])
@@ -276,6 +279,7 @@ def test_hmm_job_prints_profiles_and_writes_trace_and_figures(tmp_path, capsys, 
         assert png.shape[0] > 200 and png.std() > 0.01
 
 
+@pytest.mark.integration
 def test_hmm_job_with_ops_reports_the_convergence_caveat(tmp_path, capsys):
     args = ["hmm", "--mechanism", "ops", "--epsilon", "5", "--states", "2", "--draws", "5"]
     code = main([*args, "--tune", "5", "--output-dir", str(tmp_path), "--no-progressbar"])

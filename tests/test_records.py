@@ -107,6 +107,7 @@ def small_model(source):
     return model
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("npartitions", [1, 7])
 def test_dask_statistics_equal_the_in_memory_statistics_exactly(npartitions):
     frame = records()
@@ -185,6 +186,7 @@ def test_dask_arrays_with_different_chunks_are_read_as_records():
     assert link.summary.partitions == 4
 
 
+@pytest.mark.integration
 def test_parquet_round_trip(tmp_path):
     frame = records(n=2_500, seed=3)
     dd.from_pandas(frame, npartitions=5).to_parquet(tmp_path / "records")
@@ -379,6 +381,7 @@ def test_links_without_summary_are_never_read_record_by_record():
     assert summarise({"y": bare})["y"].summary.n_records == 100
 
 
+@pytest.mark.integration
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(1, 60), npartitions=st.integers(1, 6), seed=st.integers(0, 2**16))
 def test_any_partitioning_gives_the_in_memory_statistics(n, npartitions, seed):
@@ -416,6 +419,7 @@ def test_dirichlet_mechanism_reads_dask_records():
     assert np.all(np.abs(released - counts) <= 1.0 + 1e-3)
 
 
+@pytest.mark.integration
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_pass_runs_on_a_local_distributed_cluster(capsys):
     distributed = pytest.importorskip("distributed")

@@ -217,6 +217,7 @@ def test_tempered_step_in_pm_sample_directly_is_refused():
             pm.sample(5, tune=0, step=step, **QUIET)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism", ["ops", "metropolis"])
 def test_last_draw_routes_show_no_unreleased_progress_or_timing(mechanism):
     with pm.Model(coords={"group": ["a", "b", "c"]}) as model:
@@ -236,6 +237,7 @@ def test_last_draw_routes_show_no_unreleased_progress_or_timing(mechanism):
     assert "sample_stats" not in idata.children
 
 
+@pytest.mark.integration
 def test_metropolis_chain_is_an_explicit_opt_in_and_not_a_guarantee():
     model = _model("metropolis")
     # a wide proposal leaves the truncated prior's support often: the chain rejects
@@ -258,6 +260,7 @@ def test_metropolis_chain_is_an_explicit_opt_in_and_not_a_guarantee():
     assert not run.guaranteed and "NOT A GUARANTEE" in repr(run)
 
 
+@pytest.mark.integration
 def test_mechanism_names_are_the_same_in_the_api_and_the_ledger():
     for mechanism, options in ROUTES:
         idata = _sample(_model(mechanism), mechanism, PrivacyLedger(), options)

@@ -58,6 +58,7 @@ def models(draw):
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=True,
 )
+@pytest.mark.integration
 @given(models())
 def test_refused_iff_an_extra_reads_private_data_and_accepted_traces_hold_nothing_private(case):
     group, y, extras = case

@@ -311,6 +311,7 @@ def test_pymc_own_casts_of_the_observed_values_are_let_through():
     assert link.structure.n_groups == 3
 
 
+@pytest.mark.integration
 def test_an_accepted_regression_is_released_once():
     """End to end through the public API: the accepted form is released and charged once."""
     model = regression(lambda x, b, a: pm.math.dot(x, b))

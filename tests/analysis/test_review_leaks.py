@@ -133,6 +133,7 @@ def test_group_labels_computed_in_the_graph_are_refused():
     _refused(model, match="group labels are computed")
 
 
+@pytest.mark.integration
 def test_public_arrays_still_work_everywhere():
     """The stricter line keeps ordinary public uses: declared pm.Data in a prior mean, a
     Deterministic and a size; shapes of public arrays; literal shapes."""

@@ -47,6 +47,7 @@ def _mixed_model(**overrides):
     return model
 
 
+@pytest.mark.integration
 def test_blocks_carry_the_closed_form_bounds_and_exact_statistics():
     analysis = analyse_tempered_model(_mixed_model(), data_bounds=BOUNDS)
     blocks = {b.prior: b for b in analysis.blocks}
@@ -83,6 +84,7 @@ def test_blocks_carry_the_closed_form_bounds_and_exact_statistics():
     )
 
 
+@pytest.mark.integration
 def test_disjoint_variables_compose_in_parallel():
     with pm.Model() as model:
         a = TruncatedBeta("a", 1.0, 1.0, 0.1)
@@ -100,6 +102,7 @@ def test_disjoint_variables_compose_in_parallel():
     assert parallel.sweep_weight() == pytest.approx(2 * bernoulli_log_likelihood_bound(0.01))
 
 
+@pytest.mark.integration
 def test_trials_bounds_public_and_private():
     with pm.Model() as model:
         p = TruncatedBeta("p", 1.0, 1.0, 0.1)

@@ -39,6 +39,7 @@ def test_study_releases_what_the_route_releases():
     assert values["y_obs_released_statistics"].shape == (1, 2)
 
 
+@pytest.mark.integration
 def test_jax_and_pymc_sample_the_same_posterior():
     # The same model.logp(), two NUTS implementations: with 1,000 draws the 5% and 95%
     # quantiles differ by Monte Carlo error only (≈ 0.1 posterior sd; the interval is 3.3 sd).
@@ -56,6 +57,7 @@ def test_jax_and_pymc_sample_the_same_posterior():
     assert np.all(np.abs(pymc["mu"] - jax["mu"]) < 0.15 * width[:, None])
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("sampler", ["pymc", "jax"])
 def test_each_data_set_gets_its_own_random_numbers(sampler):
     """Two identical data sets sampled in one call must not get identical draws: a
@@ -73,6 +75,7 @@ def test_each_data_set_gets_its_own_random_numbers(sampler):
     assert not np.allclose(out[0], out[1])
 
 
+@pytest.mark.integration
 def test_data_dependent_shapes_fall_back_to_pymc():
     # The Poisson noise-aware marginal sums over a window computed from the release: PyTensor
     # cannot compile it to JAX, so the study samples it with PyMC's NUTS.
@@ -95,6 +98,7 @@ def test_data_dependent_shapes_fall_back_to_pymc():
     assert np.all(intervals[:, 0] < intervals[:, 1])
 
 
+@pytest.mark.integration
 def test_regression_study_scores_intercept_and_each_slope():
     rows = coverage_rows("linear-regression", 50, 1.0, 3, np.random.default_rng(5))
     assert {(r["parameter"], r["method"]) for r in rows} == {

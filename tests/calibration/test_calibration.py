@@ -55,6 +55,7 @@ def test_noise_aware_is_calibrated_where_plugin_fails():
     assert widths["noise-aware"] > 2 * widths["plugin"]
 
 
+@pytest.mark.integration
 def test_table_rows_and_figure():
     table = coverage_table(
         ["beta-bernoulli", "dirichlet-categorical"], ns=[10], epsilons=[1.0], n_datasets=20

@@ -139,6 +139,7 @@ def _write_copy(raw: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+@pytest.mark.integration
 def test_unmodified_copy_round_trips(raw_csv: pd.DataFrame, tmp_path: Path) -> None:
     path = _write_copy(raw_csv, tmp_path / "stops.csv")
     pd.testing.assert_frame_equal(_read_stops_csv(path), load_mpls_stops())

@@ -337,6 +337,7 @@ def test_poisson_projection_keeps_counts_and_sums_feasible():
     "scale",
     [0.01, 2.5, 60.0],  # Laplace window; Laplace window; Poisson window (narrower)
 )
+@pytest.mark.integration
 def test_poisson_window_marginal_equals_the_full_sum(scale):
     released = np.array([37.3, 4.2, -3.0, 120.0])
     mean = np.array([35.0, 6.0, 1.5, 60.0])

@@ -96,6 +96,7 @@ def test_cell_conditional_is_the_poisson_jeffreys_dirichlet_multinomial(rest, a,
     np.testing.assert_allclose(p, exact[x], rtol=0, atol=DEFAULT_TOL + 1e-12)
 
 
+@pytest.mark.integration
 def test_poisson_jeffreys_total_is_the_integral_over_rate_and_probability():
     """p(n₀, n₁) = ∫∫ Pois(n₀; λθ) Pois(n₁; λ(1 − θ)) λ^(-1/2) Beta(θ; a) dλ dθ by quadrature
     (λ = t², Simpson on a fine t-grid; θ adaptively), against the closed form p(N)·DirMult used
@@ -251,6 +252,7 @@ def _chi_square_p_value(states, support, probabilities):
     return stats.chisquare(obs, exp).pvalue
 
 
+@pytest.mark.integration
 def test_public_total_pair_moves_leave_the_posterior_invariant_and_converge():
     total, a, noisy, b = 8, np.array([0.7, 1.0, 2.0]), np.array([1.3, 4.2, 2.9]), 1.5
     support = np.array(
@@ -277,6 +279,7 @@ def test_public_total_pair_moves_leave_the_posterior_invariant_and_converge():
     assert _chi_square_p_value(latent.counts.astype(int), support, probabilities) > 1e-3
 
 
+@pytest.mark.integration
 def test_private_total_cell_moves_leave_the_posterior_invariant_and_converge():
     a, noisy, b = np.array([1.0, 0.6]), np.array([3.2, 7.9]), 1.0
     grid = np.array(list(itertools.product(range(60), repeat=2)))
@@ -340,6 +343,7 @@ def test_beta_bernoulli_intervals_cover_90_percent(n, epsilon):
         assert _coverage(plugin, theta) < 0.6
 
 
+@pytest.mark.integration
 def test_dirichlet_categorical_intervals_cover_90_percent():
     """K = 3, n = 30 public, replace-one (sensitivity 2, b = 2/ε), ε = 1, Gibbs draws. SE of
     the coverage √(0.09/300) = 0.017 per component; 4 SE ≈ 0.07."""
@@ -358,6 +362,7 @@ def test_dirichlet_categorical_intervals_cover_90_percent():
     assert np.all(np.abs(coverage - 0.90) < 0.07), coverage
 
 
+@pytest.mark.integration
 def test_add_remove_intervals_cover_90_percent():
     """Add-remove-one, n = 20 private: both counts released with b = 1/ε, ε = 0.5; the total
     gets the Poisson–Jeffreys prior. The true n is fixed, not drawn from that prior, so this

@@ -254,6 +254,7 @@ def test_rebuild_is_top_level_inside_the_users_model_context(small):
 @pytest.mark.parametrize(
     ("mechanism", "truncation"), [("laplace", None), ("ops", 10), ("gibbs-exponential", 10)]
 )
+@pytest.mark.integration
 def test_sample_inside_the_model_context(small, mechanism, truncation):
     model = naive_bayes_hmm(small.counts, 2, truncation=truncation)
     with model:

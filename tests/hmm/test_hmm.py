@@ -246,6 +246,7 @@ def _exact_state_posterior(data):
     return [tuple(z.ravel()) for z in configurations], p / p.sum()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("method", ["ffbs", "collapsed"])
 def test_samplers_reach_the_exact_state_posterior(method):
     rng = np.random.default_rng(11)
@@ -265,6 +266,7 @@ def test_samplers_reach_the_exact_state_posterior(method):
     assert np.all(np.abs(frequency - exact) < tolerance)
 
 
+@pytest.mark.integration
 def test_tempered_emission_update_has_the_tempered_dirichlet_mean():
     rng = np.random.default_rng(12)
     tensor = np.array([[[[30.0, 5.0, 0.0]]]])
@@ -409,6 +411,7 @@ def _laplace_audit(release, n_runs=20_000):
     return epsilon_lower_bound(out_0, out_1, event, alpha=0.05, vectorized=True)
 
 
+@pytest.mark.integration
 def test_audit_of_the_count_tensor_release():
     def release(counts, rng):
         noisy = release_laplace(
@@ -431,6 +434,7 @@ def test_audit_of_the_count_tensor_release():
     assert 0.6 * AUDIT_EPSILON < bound <= AUDIT_EPSILON
 
 
+@pytest.mark.integration
 def test_audit_of_release_cell_counts_end_to_end():
     def release(counts, rng):
         return release_cell_counts(
@@ -525,6 +529,7 @@ def test_model_has_named_dims_and_the_joint_log_density(simulated):
     assert logp(value_point) == pytest.approx(expected, rel=1e-8)
 
 
+@pytest.mark.integration
 def test_prior_predictive_state_chains_have_the_grid_shape(simulated):
     model = naive_bayes_hmm(simulated.counts, 3)
     draw = pm.draw(model["states"], random_seed=1)
@@ -544,6 +549,7 @@ def test_model_rejects_bad_hyperparameters(simulated, kwargs, message):
         naive_bayes_hmm(simulated.counts, **kwargs)
 
 
+@pytest.mark.integration
 def test_pm_sample_with_the_step_recovers_the_truth_after_relabelling(simulated):
     # the sampler's mathematics on raw simulated counts (not a private run: route_context is
     # the internal hook that routes use; users sample raw counts only through pymc_dp.sample)
@@ -569,6 +575,7 @@ def test_pm_sample_with_the_step_recovers_the_truth_after_relabelling(simulated)
     assert table.loc[("(cells)", "share")].sum() == pytest.approx(1.0)
 
 
+@pytest.mark.integration
 def test_collapsed_and_ffbs_steps_agree(simulated):
     means = {}
     for method in ("ffbs", "collapsed"):
@@ -581,6 +588,7 @@ def test_collapsed_and_ffbs_steps_agree(simulated):
     np.testing.assert_allclose(means["ffbs"], means["collapsed"], atol=0.03)
 
 
+@pytest.mark.integration
 def test_private_laplace_trace_carries_released_counts_and_ledger(simulated, tmp_path):
     model = naive_bayes_hmm(simulated.counts, 2)
     idata = pymc_dp.sample(
@@ -609,6 +617,7 @@ def test_private_laplace_trace_carries_released_counts_and_ledger(simulated, tmp
     assert (event.mechanism, event.epsilon, event.sensitivity) == ("laplace", 4.0, 6.0)
 
 
+@pytest.mark.integration
 def test_private_ops_trace_keeps_only_the_last_draw(simulated):
     model = naive_bayes_hmm(simulated.counts, 2, truncation=10)
     idata = pymc_dp.sample(
@@ -634,6 +643,7 @@ def test_private_ops_trace_keeps_only_the_last_draw(simulated):
     assert event.compositions == 2  # one converged draw per chain
 
 
+@pytest.mark.integration
 def test_ops_refuses_untruncated_models_and_overspending(simulated):
     with pytest.raises(ValueError, match="truncation=M"):
         pymc_dp.sample(
@@ -753,6 +763,7 @@ def test_effective_states_is_the_exponential_of_the_occupancy_entropy():
     )
 
 
+@pytest.mark.integration
 def test_exponential_mechanism_gibbs_releases_every_draw_at_the_composed_cost(simulated):
     model = naive_bayes_hmm(simulated.counts, 2, truncation=10)
     idata = pymc_dp.sample(

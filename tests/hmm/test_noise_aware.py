@@ -290,6 +290,7 @@ def _batch_se(x, n_batches=50):
     return means.std(ddof=1) / math.sqrt(n_batches)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("collapsed_states", [False, True])
 def test_the_sweep_leaves_the_enumerated_posterior_invariant(collapsed_states):
     post = np.exp(_exact_posterior())  # (4 state configurations, C+1, C+1, C+1, C+1)
@@ -362,6 +363,7 @@ def _sample(counts, inference, draws=100):
     )
 
 
+@pytest.mark.integration
 def test_noise_aware_sample_is_the_same_release_and_removes_the_clamping_bias(naive_bayes):
     counts, truth = naive_bayes
     traces = {inference: _sample(counts, inference) for inference in ("plugin", "noise-aware")}
@@ -383,6 +385,7 @@ def test_noise_aware_sample_is_the_same_release_and_removes_the_clamping_bias(na
     assert plugin.mean() - truth[2] > 4 * plugin.std()
 
 
+@pytest.mark.integration
 def test_inference_none_is_the_default_noise_aware_sampler(naive_bayes):
     counts, _ = naive_bayes
     default = _sample(counts, None, draws=5)

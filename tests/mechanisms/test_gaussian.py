@@ -405,6 +405,7 @@ def test_poisson_gaussian_marginal_matches_enumeration():
     np.testing.assert_allclose(function(r, m, sigma), expected, rtol=1e-9)
 
 
+@pytest.mark.integration
 def test_noise_aware_gaussian_beta_bernoulli_covers():
     """θ ~ Beta(2, 2), s ~ Binomial(40, θ), the count released with Gaussian noise
     (ε = 0.5, δ = 1e-6: σ ≈ 8.7, one-component, Δ₂ = 1). The noise-aware posterior is the

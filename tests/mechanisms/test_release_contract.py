@@ -520,6 +520,7 @@ def test_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechan
     assert len(ledger) == 1 and ledger.events[0].mechanism == mechanism
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
 def test_hmm_posterior_sampling_routes_charge_before_they_sample(monkeypatch, mechanism):
     import pymc_dp
@@ -618,6 +619,7 @@ def test_options_that_would_fail_inside_pm_sample_are_refused_before_the_charge(
     assert len(ledger) == 0
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism", ["ops", "metropolis"])
 def test_a_last_draw_route_that_fails_after_sampling_leaves_no_draws_in_the_traceback(mechanism):
     """A bad ``idata_kwargs`` coordinate fails when PyMC converts the chain, after sampling:

@@ -55,6 +55,7 @@ def numpy_noise(seed=1):
 
 
 # --- closed forms ---------------------------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_huge_epsilon_releases_the_exact_posterior_and_the_draws_are_exact(mechanism):
     """At ε = 10⁶ the exponential mechanisms return α + c (no other candidate has a chance)
@@ -126,6 +127,7 @@ def test_lshist_releases_through_opendp_by_default_and_ehd_through_numpy():
     assert backends == {"dirichlet-lshist": "opendp", "dirichlet-ehd": "numpy"}
 
 
+@pytest.mark.integration
 def test_free_variables_that_read_no_record_are_sampled_by_pymc():
     x = records(seed=5)
     with categorical_model(x) as model:

@@ -85,6 +85,7 @@ def test_beta_bernoulli_end_to_end(inference):
         assert float(idata.posterior["p"].std()) > plug.std()
 
 
+@pytest.mark.integration
 def test_several_links_split_delta_and_use_their_l2_sensitivities():
     rng = np.random.default_rng(3)
     groups = rng.integers(0, 2, 200)
@@ -117,6 +118,7 @@ def test_several_links_split_delta_and_use_their_l2_sensitivities():
     assert idata.posterior["q"].shape[-1] == 3
 
 
+@pytest.mark.integration
 def test_regression_end_to_end_plugin():
     model, bounds = regression_model()
     with model, warnings.catch_warnings():

@@ -47,6 +47,7 @@ def numpy_noise(seed=1):
 
 
 # --- posteriors ---------------------------------------------------------------------------
+@pytest.mark.integration
 def test_large_epsilon_gives_the_non_private_posterior():
     model, y, groups = grouped_bernoulli()
     with model:
@@ -83,6 +84,7 @@ def test_small_epsilon_widens_the_spread_around_the_non_private_posterior():
     assert rms[10.0] < 0.005
 
 
+@pytest.mark.integration
 def test_conjugate_update_uses_the_projected_noisy_table():
     model, *_ = grouped_bernoulli(n=500)
     with model:
@@ -123,6 +125,7 @@ def test_neighbouring_relation_sets_the_sensitivity(neighbouring, sensitivity):
     )
 
 
+@pytest.mark.integration
 def test_binomial_multinomial_and_hyperprior_next_to_nuts():
     rng = np.random.default_rng(5)
     trials = rng.integers(0, 6, size=400)
@@ -153,6 +156,7 @@ def test_binomial_multinomial_and_hyperprior_next_to_nuts():
 
 
 # --- releases, chains and the ledger ----------------------------------------------------------
+@pytest.mark.integration
 def test_multichain_multicore_run_releases_once():
     model, *_ = grouped_bernoulli(n=300)
     with model:
@@ -199,6 +203,7 @@ def test_budget_refuses_before_releasing_anything():
     assert len(ledger) == 1 and ledger.epsilon == 0.7
 
 
+@pytest.mark.integration
 def test_step_constructed_by_hand_releases_once_and_is_reused():
     model, *_ = grouped_bernoulli(n=200)
     with model:
@@ -210,6 +215,7 @@ def test_step_constructed_by_hand_releases_once_and_is_reused():
     assert PrivacyLedger.from_datatree(idata).epsilon == 0.3
 
 
+@pytest.mark.integration
 def test_ledger_round_trips_through_json_dataset_and_netcdf(tmp_path):
     model, *_ = grouped_bernoulli(n=400)
     with model:
@@ -229,6 +235,7 @@ def test_ledger_round_trips_through_json_dataset_and_netcdf(tmp_path):
     assert summary.shape[0] == 3 and np.isfinite(az.rhat(loaded)["p"].to_numpy()).all()
 
 
+@pytest.mark.integration
 def test_trace_never_contains_raw_records(tmp_path):
     rng = np.random.default_rng(11)
     n = 257

@@ -81,6 +81,7 @@ LATENT = {
 
 
 # --- end to end, both inference modes -------------------------------------------------------
+@pytest.mark.integration
 @pytest.mark.parametrize("inference", INFERENCES)
 @pytest.mark.parametrize("family", list(BUILDERS))
 def test_end_to_end_release_once_and_sample(family, inference):
@@ -130,6 +131,7 @@ def non_private():
     return references
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("inference", INFERENCES)
 @pytest.mark.parametrize("family", list(BUILDERS))
 def test_large_epsilon_gives_the_non_private_posterior(family, inference, non_private):
@@ -154,6 +156,7 @@ def test_large_epsilon_gives_the_non_private_posterior(family, inference, non_pr
 
 
 # --- neighbouring, clamping, mixing, options -------------------------------------------------
+@pytest.mark.integration
 def test_add_remove_releases_n_and_makes_it_latent():
     model, bounds, _ = normal_model()
     with model:
@@ -173,6 +176,7 @@ def test_add_remove_releases_n_and_makes_it_latent():
     assert abs(float(n.mean()) - 400) < 5 * (2 ** 0.5 * 3.0)  # Laplace(3) noise on n = 400
 
 
+@pytest.mark.integration
 def test_clamping_is_opt_in_and_recorded_in_the_ledger(tmp_path):
     x = np.clip(np.random.default_rng(0).normal(3.0, 1.5, 400), 0, 10)
     x[:5] = [-3.0, 11.0, 12.0, 50.0, -1.0]
@@ -200,6 +204,7 @@ def test_clamping_is_opt_in_and_recorded_in_the_ledger(tmp_path):
     assert loaded.events[0].clamping == "x to [0, 10]"
 
 
+@pytest.mark.integration
 def test_conjugate_and_bounded_likelihoods_in_one_model():
     rng = np.random.default_rng(3)
     with pm.Model():
@@ -226,6 +231,7 @@ def test_conjugate_and_bounded_likelihoods_in_one_model():
     assert abs(float(idata.posterior["mu"].mean()) - 1.0) < 0.3
 
 
+@pytest.mark.integration
 def test_regression_trace_reads_in_arviz_with_dims_and_coords():
     model, bounds, _ = regression_model()
     with model:
@@ -240,6 +246,7 @@ def test_regression_trace_reads_in_arviz_with_dims_and_coords():
 
 
 # --- a private model built once, re-run on new releases --------------------------------------
+@pytest.mark.integration
 def test_private_model_reruns_on_new_releases_without_rebuilding():
     model, bounds, _ = normal_model(n=200)
     [link] = recognise(model, "laplace", data_bounds=bounds).blocks.values()
@@ -306,6 +313,7 @@ def _enough(covered, total):
     return covered >= 0.7 * total
 
 
+@pytest.mark.integration
 def test_noise_aware_normal_intervals_cover():
     n = 150
     with pm.Model() as model:
@@ -320,6 +328,7 @@ def test_noise_aware_normal_intervals_cover():
     assert _enough(*_coverage(model, {"x": (-5, 15)}, simulate, epsilon=0.5))
 
 
+@pytest.mark.integration
 def test_noise_aware_poisson_intervals_cover():
     n = 80
     with pm.Model() as model:
@@ -333,6 +342,7 @@ def test_noise_aware_poisson_intervals_cover():
     assert _enough(*_coverage(model, {"y": (0, 20)}, simulate, epsilon=0.3, datasets=20))
 
 
+@pytest.mark.integration
 def test_noise_aware_regression_intervals_cover():
     n = 300
     with pm.Model() as model:

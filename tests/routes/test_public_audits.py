@@ -438,6 +438,7 @@ def _interval(rate):
     return float(special.logit((rate - METROPOLIS_A) / (1 - 2 * METROPOLIS_A)))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("broken", [False, True], ids=["route", "2x-control"])
 def test_metropolis_audit_through_the_route(monkeypatch, broken):
     """One step (``tune=0``, ``release="last"``) from rate = 0.06, x = 1 (D) vs x' = 0 (D').

@@ -61,6 +61,7 @@ def _truncated_cdf(target, lower, upper):
 # --- exact one-posterior-sample draws ----------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_chain_release_draws_the_tempered_truncated_posterior_exactly():
     draws, epsilon = 4000, 400.0
     idata = pymc_dp.sample(
@@ -102,6 +103,7 @@ def test_surplus_epsilon_is_never_spent_on_a_sharper_posterior():
     assert event.temperature == 1.0 and event.epsilon == pytest.approx(2 * math.log(9))
 
 
+@pytest.mark.integration
 def test_poisson_and_normal_blocks_draw_their_tempered_targets():
     rng = np.random.default_rng(4)
     counts, values = rng.poisson(4.0, 60).clip(0, 10), rng.normal(0.5, 1.0, 60).clip(-2, 2)
@@ -139,6 +141,7 @@ def test_poisson_and_normal_blocks_draw_their_tempered_targets():
     assert stats.kstest(mu_draws, _truncated_cdf(normal, -1.5, 1.5)).pvalue > 1e-3
 
 
+@pytest.mark.integration
 def test_two_category_dirichlet_blocks_are_exact_truncated_beta_draws():
     choices = np.r_[np.zeros(30, int), np.ones(10, int)]
     with pm.Model() as model:
@@ -184,6 +187,7 @@ def _hyper_model():
     return model
 
 
+@pytest.mark.integration
 def test_ops_through_mcmc_keeps_the_last_draw_and_assumes_convergence():
     idata = pymc_dp.sample(
         50,
@@ -207,6 +211,7 @@ def test_ops_through_mcmc_keeps_the_last_draw_and_assumes_convergence():
         pymc_dp.sample(10, model=_hyper_model(), epsilon=2.0, mechanism="ops", release="chain")
 
 
+@pytest.mark.integration
 def test_gibbs_exponential_composes_every_sweep_including_tuning():
     tune, draws, chains, epsilon = 40, 60, 2, 5.0
     idata = pymc_dp.sample(
@@ -234,6 +239,7 @@ def test_gibbs_exponential_composes_every_sweep_including_tuning():
     assert "likelihood tempered" in event.statistic  # hyperpriors: the default tempering
 
 
+@pytest.mark.integration
 def test_the_chain_targets_the_tempered_joint():
     temperature, tune, draws = 3.0, 300, 3000
     epsilon = 2 * (tune + draws) * 2 * bernoulli_log_likelihood_bound(0.05) / temperature
@@ -286,6 +292,7 @@ def test_likelihood_tempering_keeps_the_prior_at_the_same_cost():
     assert stats.kstest(rates, _truncated_cdf(target, 0.05, 0.95)).pvalue > 1e-3
 
 
+@pytest.mark.integration
 def test_likelihood_tempering_samples_hyperpriors_untempered():
     idata = pymc_dp.sample(
         300,
@@ -327,6 +334,7 @@ def test_dirichlet_blocks_cost_k_minus_one_pair_updates():
     assert draws.min() >= 0.02 and np.allclose(draws.sum(-1), 1.0)
 
 
+@pytest.mark.integration
 def test_parallel_chains_in_worker_processes():
     idata = pymc_dp.sample(
         20,
@@ -343,6 +351,7 @@ def test_parallel_chains_in_worker_processes():
     assert _only_event(idata).epsilon == pytest.approx(3.0)
 
 
+@pytest.mark.integration
 def test_disjoint_sites_pay_for_the_larger_one_only():
     with pm.Model() as model:
         a = TruncatedBeta("a", 1.0, 1.0, 0.1)
@@ -495,6 +504,7 @@ def test_the_step_declares_its_cost_and_refuses_bad_temperatures():
             TemperedConjugateGibbs([model["a"]], temperature=2.0)
 
 
+@pytest.mark.integration
 def test_ledger_survives_netcdf(tmp_path):
     idata = pymc_dp.sample(
         10, tune=5, model=_hyper_model(), epsilon=1.0, mechanism="gibbs-exponential", **QUIET

@@ -133,6 +133,7 @@ def _metropolis_audit(temperature, scale=3.0):
     return epsilon_lower_bound(steps(1), steps(0), lambda r: r > 0.85, vectorized=True)
 
 
+@pytest.mark.integration
 def test_metropolis_step_audit_and_untempered_control():
     temperature = ops_temperature(bernoulli_log_likelihood_bound(0.05), EPSILON)
     assert _metropolis_audit(temperature) <= EPSILON

@@ -108,6 +108,7 @@ def test_tight_accounting_refusals():
     assert len(ledger) == 0
 
 
+@pytest.mark.integration
 def test_hmm_gibbs_route_tight():
     simulated = simulate_records(3, 8, 2, [2, 3], 2000, np.random.default_rng(4))
     model = naive_bayes_hmm(simulated.counts, 2, truncation=10)

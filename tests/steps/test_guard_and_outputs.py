@@ -145,6 +145,7 @@ def test_hmm_step_refuses_raw_counts_that_merely_look_released(how):
         pymc_dp.sample(3, model=naive_bayes_hmm(forged, 2), epsilon=1.0, tune=2, **QUIET)
 
 
+@pytest.mark.integration
 def test_released_counts_stay_usable_and_cannot_be_rewritten_in_place():
     ledger = PrivacyLedger()
     released = release_cell_counts(_counts(), 1.0, ledger=ledger, backend="numpy")
@@ -229,6 +230,7 @@ def _leaky(records):
     ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("route", ["ops", "metropolis", "hmm-ops"])
 def test_last_draw_runs_log_nothing_about_unreleased_sweeps(route, pymc_debug_log):
     if route == "ops":
@@ -377,6 +379,7 @@ def test_bad_draws_and_metropolis_options_raise_before_anything_is_charged():
     assert len(ledger) == 0
 
 
+@pytest.mark.integration
 def test_valid_step_options_still_run():
     # NUTS samples the hyperpriors on the data-free model: its options are accepted
     idata = pymc_dp.sample(

@@ -126,6 +126,7 @@ def test_prebuilt_plugin_step_is_read_noise_aware_without_a_new_release():
     _assert_matches(idata.posterior["p"], *_grid_moments(log_post))
 
 
+@pytest.mark.integration
 def test_two_releases_sharing_one_prior():
     y1 = Y10
     y2 = np.array([1, 4, 0, 2, 5, 3, 2, 1])  # Binomial(5, p): total 40 trials, public
@@ -163,6 +164,7 @@ def _hyperprior_log_marginal():
     return np.interp(THETA, THETA[::20], coarse)
 
 
+@pytest.mark.integration
 def test_hyperprior_model_matches_the_exact_posterior():
     y = np.array([3, 5, 8, 2, 9])
     with pm.Model():
