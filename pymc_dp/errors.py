@@ -112,6 +112,25 @@ class ReleasedRunFailedError(PrivacyError, RuntimeError):
     events. The error that stopped the run is chained as ``__cause__``. Raised by
     :func:`pymc_dp.sample` for a failure that no check before the charge could exclude (a
     sampler that cannot start, an interrupted cluster, ...).
+
+    Examples
+    --------
+    A callback that fails during sampling, after the release:
+
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model() as model:
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    >>> ledger = pymc_dp.PrivacyLedger(budget=2.0)
+    >>> try:
+    ...     pymc_dp.sample(10, tune=10, chains=1, model=model, epsilon=1.0, ledger=ledger,
+    ...                    callback=lambda trace, draw: 1 / 0, progressbar=False)
+    ... except pymc_dp.ReleasedRunFailedError as error:
+    ...     print(len(error.events), ledger.epsilon, type(error.__cause__).__name__)
+    1 1.0 ZeroDivisionError
     """
 
     def __init__(self, message: str, events: tuple = ()) -> None:
@@ -121,7 +140,24 @@ class ReleasedRunFailedError(PrivacyError, RuntimeError):
 
 class StaleReleaseError(PrivacyError, ValueError):
     """A step's release was made from other records than the model now holds (``pm.set_data``
-    after the step was built). Raised before anything is charged, released or sampled."""
+    after the step was built). Raised before anything is charged, released or sampled.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> with pm.Model() as model:
+    ...     records = pm.Data("records", np.array([1, 0, 1, 1, 0, 1]))
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=records)
+    ...     step = pymc_dp.PrivateConjugateGibbs(epsilon=1.0)  # releases now
+    ...     pm.set_data({"records": np.array([0, 0, 0, 1, 0, 0])})
+    >>> pymc_dp.sample(5, step=step, model=model, progressbar=False)
+    Traceback (most recent call last):
+    ...
+    pymc_dp.errors.StaleReleaseError: y: the step's release was made from other ...
+    """
 
 
 class SessionCorruptedError(PrivacyError):

@@ -388,7 +388,7 @@ class PrivacyLedger:
     >>> ledger
     PrivacyLedger(events=1, epsilon=0.25, delta=0, budget=(1, 0), composition=...)
     >>> ledger.remaining()
-    (0.75, 0.0)
+    Remaining(epsilon=0.75, delta=0)
 
     The ledger of a private trace is read back with
     ``pymc_dp.PrivacyLedger.from_datatree(idata)`` (:func:`pymc_dp.sample`).

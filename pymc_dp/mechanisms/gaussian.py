@@ -261,7 +261,7 @@ def release_gaussian(
     ...                          delta=1e-5, ledger=ledger, neighbouring="replace-one",
     ...                          variables=("y",), statistic="counts of y")
     >>> noisy.shape, ledger.events[0].mechanism, ledger.remaining()
-    ((2,), 'gaussian', (0.0, 0.0))
+    ((2,), 'gaussian', Remaining(epsilon=0, delta=0))
     """
     array = check_release_inputs(values, variables, neighbouring, backend, rng)
     calibration = gaussian_calibration(sensitivity, epsilon, delta)

@@ -13,6 +13,7 @@ ledger's event. :data:`CASES` must cover every entry of :data:`pymc_dp.routes.RO
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from scipy.special import logsumexp
 import pymc_dp
 from pymc_dp import PrivacyLedger
 from pymc_dp.distributions import TruncatedBeta
+from pymc_dp.errors import ReleasedRunFailedError
 from pymc_dp.hmm import cell_counts
 from pymc_dp.mechanisms.dirichlet import DP_RELEASES
 from pymc_dp.models import naive_bayes_hmm
@@ -39,6 +41,18 @@ CATEGORIES = np.random.default_rng(0).integers(0, 3, size=30)
 
 class _Stopped(Exception):
     """Raised by the stub in place of sampling."""
+
+
+@contextlib.contextmanager
+def _stopped():
+    """The stub stopped the run: ``_Stopped`` itself, or chained in the
+    :class:`~pymc_dp.errors.ReleasedRunFailedError` that ``pymc_dp.sample`` raises for a
+    failure after the release (it was charged, so the user must hear that)."""
+    with pytest.raises((_Stopped, ReleasedRunFailedError)) as caught:
+        yield
+    if caught.type is ReleasedRunFailedError:
+        assert isinstance(caught.value.__cause__, _Stopped)
+        assert caught.value.events
 
 
 @dataclass
@@ -348,7 +362,7 @@ def test_the_sampler_uses_the_temperature_or_noise_scale_of_the_event(handed, na
     options = dict(case.options)
     if options["mechanism"].startswith("dirichlet"):
         options["noise_rng"] = np.random.default_rng(3)
-    with case.model() as model, pytest.raises(_Stopped):
+    with case.model() as model, _stopped():
         pymc_dp.sample(5, model=model, epsilon=1.0, ledger=ledger, **options)
     assert len(handed) == 1  # the run was charged, then handed to the sampler once
     assert len(ledger) >= 1
@@ -359,7 +373,7 @@ def test_hmm_ops_runs_one_chain_unless_asked_and_the_event_says_so(handed):
     """The chains PyMC runs are the chains the event charges (each released last draw costs
     ε/chains); without ``chains`` it is one."""
     ledger = PrivacyLedger()
-    with naive_bayes_hmm(_hmm_counts(), 2, truncation=20.0), pytest.raises(_Stopped):
+    with naive_bayes_hmm(_hmm_counts(), 2, truncation=20.0), _stopped():
         pymc_dp.sample(5, epsilon=1.0, mechanism="ops", ledger=ledger, tune=5, progressbar=False)
     [event] = ledger.events
     assert handed[0].options["chains"] == 1 == event.compositions
@@ -374,7 +388,7 @@ def test_noise_aware_bounded_release_gets_its_familys_sampler_options(handed):
             pm.Normal("mu", 5, 5)
             pm.HalfNormal("sigma", 5)
             pm.Normal("x", model["mu"], model["sigma"], observed=x)
-        with pytest.raises(_Stopped):
+        with _stopped():
             pymc_dp.sample(
                 5,
                 model=model,
@@ -402,7 +416,7 @@ def test_poisson_noise_aware_likelihood_uses_the_events_laplace_scale(handed):
         pm.Gamma("lam", 2.0, 0.5)
         pm.Poisson("y", mu=model["lam"], observed=counts)
     ledger = PrivacyLedger()
-    with pytest.raises(_Stopped):
+    with _stopped():
         pymc_dp.sample(
             5,
             model=model,
@@ -451,7 +465,7 @@ def test_normal_noise_aware_likelihood_is_the_laplace_convolution_at_the_events_
         pm.HalfNormal("sigma", 5)
         pm.Normal("x", model["mu"], model["sigma"], observed=x)
     ledger = PrivacyLedger()
-    with pytest.raises(_Stopped):
+    with _stopped():
         pymc_dp.sample(
             5,
             model=model,
