@@ -151,20 +151,23 @@ def compiled_private_model(private: pm.Model, what: str) -> Iterator[CompiledMod
     ``logp_dlogp_function`` returns the functions compiled by a previous call. On a miss
     (first call for this structure) :func:`announce` logs that ``what`` compiles. On exit
     every released value in the model is overwritten with NaN, whether sampling succeeded
-    or not. A model in use by another call (threads) is not shared: ``private`` is then
-    compiled on its own and not kept.
+    or not. A model in use by another call (threads), or one whose graph cannot be printed,
+    is not shared: ``private`` is then compiled on its own and not kept.
     """
     from pymc_dp.analysis.rewrite import forget_released_statistics
 
-    key = structure_key(private)
+    try:
+        key = structure_key(private)
+    except Exception:  # a graph PyTensor cannot print: compiled for this call only, not kept
+        key = None
     with _lock:
-        entry = _cache.get(key)
+        entry = _cache.get(key) if key is not None else None
         if entry is not None and not entry.in_use:
             _cache.move_to_end(key)
         else:
-            entry = CompiledModel(key, private)
+            entry = CompiledModel(key or "", private)
             _remember_functions(entry)
-            if key not in _cache:
+            if key is not None and key not in _cache:
                 _cache[key] = entry
                 while len(_cache) > CACHE_SIZE:
                     _cache.popitem(last=False)

@@ -135,3 +135,16 @@ def test_second_call_compiles_no_log_density_and_releases_and_charges_afresh(mon
     # and each posterior is its own data's: mean about 2, then about 7 (sd/√n ≈ 0.06)
     means = [float(idata.posterior["mu"].mean()) for idata in (first, second)]
     assert means[0] == pytest.approx(2.0, abs=0.4) and means[1] == pytest.approx(7.0, abs=0.4)
+
+
+def test_a_model_whose_structure_cannot_be_printed_is_compiled_for_its_call_only(monkeypatch):
+    private, _ = private_of(normal_model(records(2.0)))
+
+    def unprintable(model):
+        raise TypeError("no printer for this Op")
+
+    monkeypatch.setattr(compiling, "structure_key", unprintable)
+    with compiling.compiled_private_model(private, "a test model") as kept:
+        assert kept.model is private
+    assert compiling.kept_models() == []
+    assert np.all(np.isnan(private["x_released_statistics"].get_value()))
