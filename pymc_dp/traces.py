@@ -174,7 +174,7 @@ class _ValuePointFunction:
         return values
 
 
-def shared_function_trace(model: pm.Model) -> NDArray | None:
+def shared_function_trace(model: pm.Model, point_function=None) -> NDArray | None:
     """A ``trace=`` template for ``pm.sample``: one point function for every chain.
 
     PyMC's default builds one ``NDArray`` per chain, and each compiles the same function of
@@ -188,12 +188,15 @@ def shared_function_trace(model: pm.Model) -> NDArray | None:
     :func:`pymc_dp.steps.transforms.numpy_transform`, vectorised over draws, when the trace
     is read. Otherwise the function is compiled exactly as PyMC compiles it. Returns None
     (use PyMC's default) when a Deterministic's shape is not fixed by the graph.
+
+    ``point_function``: the ``fn`` of a template built before on this same model, reused
+    instead of compiled again (:func:`pymc_dp.compiling.compiled_private_model`).
     """
     trace_vars = model.unobserved_value_vars
     shapes = _trace_shapes(model, trace_vars)
     if shapes is None:
         return None
-    fn = _value_point_function(model, trace_vars)
+    fn = point_function if point_function is not None else _value_point_function(model, trace_vars)
     if fn is None:
         fn = model.compile_fn(
             outs=[pytensor.Out(v, borrow=True) for v in trace_vars],

@@ -29,6 +29,7 @@ into the private model by replacing each named model variable with its private c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 import numpy as np
 import pymc as pm
@@ -55,8 +56,10 @@ __all__ = [
     "add_released_likelihood",
     "build_private_model",
     "data_free_model",
+    "forget_released_statistics",
     "released_statistics_of",
     "set_released_statistics",
+    "use_release",
 ]
 
 """How a bounded family's release is read (see the module docstring)."""
@@ -233,6 +236,62 @@ def set_released_statistics(
     if f"{observed}_public_n" in names and public_n is not None:
         values[f"{observed}_public_n"] = np.asarray(public_n, dtype=np.float64).reshape(-1)
     pm.set_data(values, model=private)
+
+
+def use_release(private: pm.Model, release: BoundedRelease) -> None:
+    """Make ``release`` the bounded release ``private`` reads: its containers and its tag.
+
+    For a private model built once and sampled on every new release of the same structure
+    (:func:`pymc_dp.compiling.compiled_private_model`): every value the model reads —
+    released components, projection, noise scale, public n — is ``release``'s, nothing of
+    the release it held before.
+    """
+    container = private[f"{release.observed}_released_statistics"]
+    container.tag.__dict__[_BOUNDED_TAG] = release
+    set_released_statistics(
+        private,
+        release.observed,
+        release.noisy,
+        scale=release.scale,
+        public_n=release.public_n,
+    )
+
+
+def forget_released_statistics(private: pm.Model) -> None:
+    """Overwrite every released value a private model holds with NaN, in place.
+
+    Its data containers (released components, projection, noise scale, public n) and the
+    releases tagged on them keep their shapes and structure but no value: a model kept for
+    reuse (:func:`pymc_dp.compiling.compiled_private_model`) holds nothing of a past
+    release, and a model sampled without :func:`use_release` first has a NaN log density.
+    """
+    names = set(private.named_vars)
+    for container in list(private.data_vars):
+        release = container.tag.__dict__.get(_BOUNDED_TAG)
+        if release is None:
+            continue
+        nan = float("nan")
+        container.tag.__dict__[_BOUNDED_TAG] = replace(
+            release,
+            noisy=np.full(release.noisy.shape, nan),
+            table=np.full(release.table.shape, nan),
+            public_n=None if release.public_n is None else np.full(release.public_n.shape, nan),
+            scale=nan,
+        )
+        for suffix in _RELEASED_CONTAINERS:
+            if f"{release.observed}{suffix}" in names:
+                filled = private[f"{release.observed}{suffix}"]
+                value = np.asarray(filled.get_value())
+                filled.set_value(np.full(value.shape, nan, dtype=value.dtype))
+
+
+_RELEASED_CONTAINERS = (
+    "_released_statistics",
+    "_projected_statistics",
+    "_noise_scale",
+    "_public_n",
+)
+"""Suffixes of the data containers :func:`add_released_likelihood` fills with a release."""
 
 
 def _moved_parameters(

@@ -32,7 +32,8 @@ import pymc as pm
 import xarray as xr
 
 from pymc_dp.analysis import Recognised
-from pymc_dp.analysis.rewrite import build_private_model
+from pymc_dp.analysis.rewrite import build_private_model, use_release
+from pymc_dp.compiling import compiled_private_model
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families.latent_counts import announce_kernels
 from pymc_dp.inference import check_inference
@@ -116,6 +117,10 @@ def sample_released(
     sampled by :class:`~pymc_dp.PrivateConjugateGibbs` (or its noise-aware version) and
     every other free variable by PyMC. Shared by the statistics route and the Dirichlet
     releases (:mod:`pymc_dp.routes.dirichlet`), whose release is a Dirichlet posterior.
+
+    When every release is a bounded family's, the private model is compiled once per
+    structure (:func:`pymc_dp.compiling.compiled_private_model`): a later call on a model of
+    the same structure samples the kept model filled with its own releases.
     """
     private = build_private_model(
         request.model,
@@ -123,27 +128,55 @@ def sample_released(
         public=request.public,
         inference=inference,
     )
-    # Bounded families (Poisson, Normal, regression) leave their parameters to PyMC (NUTS).
-    released_priors = sorted({r.prior for r in releases if isinstance(r, ReleasedStatistics)})
-    with private, route_context():
-        # The releases decide, also those adopted from pre-built PrivateConjugateGibbs steps.
-        conjugate_step = (
-            NoiseAwareConjugateGibbs if inference == "noise-aware" else PrivateConjugateGibbs
-        )
-        if inference == "noise-aware" and released_priors:
-            announce_kernels()  # the latent counts' numba kernels: first run on a machine only
-        steps = (
-            [conjugate_step([private[name] for name in released_priors])] if released_priors else []
-        )
-        kwargs = dict(request.sample_kwargs)
-        if inference == "noise-aware":
-            _noise_aware_sampler_defaults(kwargs, releases)
-        if kwargs.get("trace") is None and kwargs.get("var_names") is None:
-            kwargs["trace"] = shared_function_trace(private)  # None: PyMC's default backend
-        idata = pm.sample(request.draws, step=steps, model=private, **kwargs)
+    if releases and all(isinstance(r, BoundedRelease) for r in releases):
+        # Compile once: a private model of bounded releases reads them from data containers.
+        with compiled_private_model(private, _compiling_what(releases, inference)) as kept:
+            for release in releases:
+                use_release(kept.model, release)
+            kwargs = _sample_kwargs(request, releases, inference, kept.model, kept)
+            with kept.model, route_context():
+                idata = pm.sample(request.draws, step=[], model=kept.model, **kwargs)
+    else:
+        # Released Beta/Dirichlet statistics are constants of the potential: built per call.
+        released_priors = sorted({r.prior for r in releases if isinstance(r, ReleasedStatistics)})
+        with private, route_context():
+            # The releases decide, also those adopted from pre-built PrivateConjugateGibbs steps.
+            conjugate_step = (
+                NoiseAwareConjugateGibbs if inference == "noise-aware" else PrivateConjugateGibbs
+            )
+            if inference == "noise-aware" and released_priors:
+                announce_kernels()  # the latent counts' numba kernels: first run on a machine only
+            steps = (
+                [conjugate_step([private[name] for name in released_priors])]
+                if released_priors
+                else []
+            )
+            kwargs = _sample_kwargs(request, releases, inference, private)
+            idata = pm.sample(request.draws, step=steps, model=private, **kwargs)
     trace = private_trace(idata, releases, request.model)
     trace[RELEASED_GROUP].attrs["inference"] = inference
     return trace
+
+
+def _sample_kwargs(request: RunRequest, releases, inference: str, private, kept=None) -> dict:
+    """``pm.sample``'s options: the caller's, the noise-aware defaults, a shared trace (its
+    point function reused from ``kept``, :class:`~pymc_dp.compiling.CompiledModel`)."""
+    kwargs = dict(request.sample_kwargs)
+    if inference == "noise-aware":
+        _noise_aware_sampler_defaults(kwargs, releases)
+    if kwargs.get("trace") is None and kwargs.get("var_names") is None:
+        point_function = None if kept is None else kept.point_function
+        template = shared_function_trace(private, point_function=point_function)
+        if kept is not None and template is not None:
+            kept.point_function = template.fn
+        kwargs["trace"] = template  # None: PyMC's default backend
+    return kwargs
+
+
+def _compiling_what(releases: Sequence[BoundedRelease], inference: str) -> str:
+    """The announcement's words: which private model compiles (names, never values)."""
+    names = ", ".join(r.observed for r in releases)
+    return f"the {inference} private model of {names} (PyTensor)"
 
 
 def _noise_aware_sampler_defaults(kwargs: dict, releases) -> None:
