@@ -40,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
 import pymc as pm
 from pymc.model.fgraph import fgraph_from_model
 from pytensor.printing import debugprint
@@ -126,15 +127,54 @@ def structure_text(model: pm.Model) -> str:
     """``model``'s graph structure in words: equal for models that compile the same.
 
     The printed graph of every model variable (operations, types and static shapes,
-    transforms, constants, data containers by name and type — a container's value is not
-    printed), object addresses removed, then the coordinates and dims. Meant for private
-    models, whose constants are public (hyperparameters, declared bounds).
+    transforms, constants, data containers by name and type), object addresses removed; the
+    coordinates and dims; then a SHA-256 of the full value of every constant, data container
+    and dim length the model reads (:func:`_values_text`), except the released containers
+    a call fills with its own release. Two models that differ in any public value (a
+    ``pm.Data`` prior mean, a constant longer than NumPy prints, a dim length) get different
+    texts: a kept model never samples with another call's values. Meant for private models,
+    whose constants are public (hyperparameters, declared bounds).
     """
     fgraph, _ = fgraph_from_model(model)
     text = _ADDRESS.sub("", debugprint(fgraph.outputs, file="str", print_type=True))
     coords = sorted((name, repr(values)) for name, values in model.coords.items())
     dims = sorted((name, tuple(d)) for name, d in model.named_vars_to_dims.items())
-    return text + repr((coords, dims))
+    return text + repr((coords, dims)) + _values_text(model)
+
+
+def _values_text(model: pm.Model) -> str:
+    """Digests of the values (not the printed forms) a model's graph and dims read.
+
+    Every tensor constant and tensor shared variable among the ancestors of the model's variables
+    and dim lengths, in graph order, by name, dtype, shape and SHA-256 of its bytes; the
+    released containers (:func:`pymc_dp.analysis.rewrite.released_container_names`) are left
+    out, since each call writes its own release into them.
+    """
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.type import TensorType
+
+    from pymc_dp.analysis.rewrite import released_container_names
+
+    released = released_container_names(model)
+    outputs = list(model.named_vars.values()) + list(model.dim_lengths.values())
+    digests = []
+    for node in ancestors(outputs):
+        if not isinstance(node.type, TensorType):  # random generators: state, not a value
+            continue
+        if isinstance(node, SharedVariable):
+            if node.name in released:
+                continue
+            value = node.get_value(borrow=True)
+        elif isinstance(node, Constant):
+            value = node.data
+        else:
+            continue
+        value = np.asarray(value)
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        digests.append(f"{node.name}:{value.dtype}:{value.shape}:{digest}")
+    return "\n".join(digests)
 
 
 def structure_key(model: pm.Model) -> str:

@@ -108,7 +108,7 @@ class ReleasedRunFailedError(PrivacyError, RuntimeError):
     """A run failed *after* its release: the privacy cost was charged (and the noise drawn or
     the draws made) but no trace was returned.
 
-    The spend stands: the ledger (or session) records it, and :attr:`events` lists this run's
+    The spend stands: the ledger (or session) records it, and ``events`` lists this run's
     events. The error that stopped the run is chained as ``__cause__``. Raised by
     :func:`pymc_dp.sample` for a failure that no check before the charge could exclude (a
     sampler that cannot start, an interrupted cluster, ...).

@@ -57,6 +57,7 @@ __all__ = [
     "build_private_model",
     "data_free_model",
     "forget_released_statistics",
+    "released_container_names",
     "released_statistics_of",
     "set_released_statistics",
     "use_release",
@@ -255,6 +256,20 @@ def use_release(private: pm.Model, release: BoundedRelease) -> None:
         scale=release.scale,
         public_n=release.public_n,
     )
+
+
+def released_container_names(private: pm.Model) -> set[str]:
+    """Names of the data containers that hold a bounded release in ``private`` (released
+    components, projection, noise scale, public n): what :func:`use_release` writes and
+    :func:`forget_released_statistics` overwrites."""
+    names = set(private.named_vars)
+    held = set()
+    for container in list(private.data_vars):
+        release = container.tag.__dict__.get(_BOUNDED_TAG)
+        if release is None:
+            continue
+        held |= {f"{release.observed}{s}" for s in _RELEASED_CONTAINERS} & names
+    return held
 
 
 def forget_released_statistics(private: pm.Model) -> None:

@@ -286,7 +286,7 @@ def declared_bounds(bounds, name: str, what: str, width: int | None = None):
     ------
     ValueError
         If a bound is not finite, low >= high, a bound or the range exceeds
-        :data:`LARGEST_BOUND` in magnitude, or the per-column shapes do not match.
+        ``LARGEST_BOUND`` in magnitude, or the per-column shapes do not match.
     """
     try:
         low, high = bounds

@@ -83,7 +83,7 @@ def statistics_digest(exact: np.ndarray) -> bytes:
     """A keyed digest (HMAC-SHA256, a random key of this process) of the exact statistics a
     release was computed from.
 
-    Kept with the release (:attr:`ReleasedStatistics.records_digest`) so that a step built
+    Kept with the release (``ReleasedStatistics.records_digest``) so that a step built
     before ``pm.set_data`` can be checked against the model's records at sample time
     (:func:`require_current_release`), without keeping the records or the exact statistics:
     the key never leaves the process, so the digest reveals nothing about them. The records
@@ -151,7 +151,8 @@ class ReleasedStatistics:
         drawn by the exponential mechanism (EHD, EHDS: :mod:`pymc_dp.routes.dirichlet`),
         whose ``scale`` is NaN.
     records_digest : bytes
-        :func:`statistics_digest` of the exact statistics released (b"" when not made by
+        :func:`~pymc_dp.mechanisms.statistics.statistics_digest` of the exact statistics
+        released (b"" when not made by
         :func:`release_sufficient_statistics`); never the records.
 
     Examples

@@ -12,7 +12,7 @@ only for whoever holds the secret ``noise_seed``.
 A ``noise_seed`` drawn from a seeded ``noise_rng`` (tests, simulations) makes the released
 draws reproducible by whoever knows that seed: every route that takes one flags its events
 with the same ``unverified_assumption`` as the NumPy Laplace and Gaussian backends
-(:func:`flag_seeded_draws`, :func:`pymc_dp.ledger.seeded_noise_assumption`), so the ledger
+(:func:`flag_seeded_draws`, ``pymc_dp.ledger.seeded_noise_assumption``), so the ledger
 says it is not a guarantee.
 """
 

@@ -36,11 +36,13 @@ def normal_model(x: np.ndarray, prior_sd: float = 5.0) -> pm.Model:
 
 
 def private_of(model: pm.Model, epsilon: float = 1.0, seed: int = 1):
-    link = recognise(model, "laplace", data_bounds=BOUNDS).blocks["x"]
+    public = [name for name in ("prior_mean",) if name in model.named_vars]
+    link = recognise(model, "laplace", data_bounds=BOUNDS, public=public).blocks["x"]
     release = release_bounded(
         link, epsilon, ledger=PrivacyLedger(), backend="numpy", rng=np.random.default_rng(seed)
     )
-    return build_private_model(model, [release], inference="noise-aware"), release
+    private = build_private_model(model, [release], public=public, inference="noise-aware")
+    return private, release
 
 
 @pytest.fixture(autouse=True)
@@ -148,3 +150,43 @@ def test_a_model_whose_structure_cannot_be_printed_is_compiled_for_its_call_only
         assert kept.model is private
     assert compiling.kept_models() == []
     assert np.all(np.isnan(private["x_released_statistics"].get_value()))
+
+
+def _public_data_model(prior_mean: float, n: int = 300) -> pm.Model:
+    with pm.Model(coords={"obs": range(n)}) as model:
+        centre = pm.Data("prior_mean", prior_mean)
+        mu = pm.Normal("mu", centre, 5.0)
+        sigma = pm.HalfNormal("sigma", 5.0)
+        pm.Normal("x", mu, sigma, observed=records(2.0, n=n), dims="obs")
+    return model
+
+
+def test_models_that_differ_in_a_public_value_get_different_keys():
+    """Adversarial review (compile cache): a public ``pm.Data`` value, a public array longer
+    than NumPy prints, a constant differing past the 8th digit and a dim length are printed alike,
+    so the kept model of the first call sampled the second with the first's values. Failed on
+    the printed-graph key (equal keys in every case)."""
+
+    def key(model):
+        return compiling.structure_key(private_of(model)[0])
+
+    assert key(_public_data_model(0.0)) != key(_public_data_model(50.0))
+    assert key(_public_data_model(0.0, n=300)) != key(_public_data_model(0.0, n=301))
+
+    def long_constant(last: float) -> pm.Model:
+        prior_means = np.zeros(2_000)
+        prior_means[-1] = last  # NumPy prints 2,000 values with an ellipsis
+        with pm.Model() as model:
+            mu = pm.Normal("mu", pm.Data("prior_mean", prior_means), 5.0, shape=2_000)
+            sigma = pm.HalfNormal("sigma", 5.0)
+            pm.Normal("x", mu[0], sigma, observed=records(2.0))
+        return model
+
+    assert key(long_constant(0.0)) != key(long_constant(1.0))
+    assert key(normal_model(records(2.0), prior_sd=0.123456789)) != key(
+        normal_model(records(2.0), prior_sd=0.123456781)
+    )
+    # the release written into the kept model is not part of the key
+    assert key(normal_model(records(2.0))) == compiling.structure_key(
+        private_of(normal_model(records(8.0, seed=3)), epsilon=0.3, seed=4)[0]
+    )
