@@ -194,7 +194,7 @@ def classify_inputs(
     ModelInputs
     """
     public = validate_public(model, public)
-    refuse_record_coords(model)
+    refuse_record_coords(model, neighbouring)
     data_names = {var: var.name for var in model.data_vars}
     dim_lengths = {length: dim for dim, length in model.dim_lengths.items()}
     observed_values = {model.rvs_to_values[rv]: rv.name for rv in model.observed_RVs}
@@ -282,21 +282,36 @@ def record_dims(model: pm.Model) -> dict[str, str]:
     return found
 
 
-def refuse_record_coords(model: pm.Model) -> None:
-    """Refuse coordinate values on a dim that indexes records, other than 0..n − 1.
+def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> None:
+    """Refuse coordinate values on a dim that indexes records, other than 0..n − 1; under
+    add-remove-one, refuse any variable but the observed ones on such a dim.
 
     The values of a model's coords are copied into the trace for every variable on the dim
     (a record-indexed Deterministic, the observed data), unnoised: names, ids or dates of the
     records would be published. A record dim may have no coordinate values
     (``model.add_coord(dim, length=n)``) or the range 0..n − 1, which says nothing but n
-    (public under replace-one).
+    (public under replace-one). Under add-remove-one n itself is private: a free variable,
+    Deterministic or Potential on a record dim would carry it into the trace as the dim's
+    length, so it is refused.
 
     Raises
     ------
     NonPrivateModelError
         Naming the dim and the observed variable it indexes, never a value.
     """
-    for dim, observed in record_dims(model).items():
+    dims_of = record_dims(model)
+    if neighbouring == "add-remove-one":
+        for var in (*model.free_RVs, *model.deterministics, *model.potentials):
+            on = [d for d in model.named_vars_to_dims.get(var.name) or () if d in dims_of]
+            if on:
+                raise NonPrivateModelError(
+                    f"{var.name!r} is on dim {on[0]!r}, which indexes the records of "
+                    f"{dims_of[on[0]]!r}: under neighbouring='add-remove-one' the number of "
+                    "records is private, and the dim's length would reach the trace. Compute "
+                    "per-record quantities from the released draws instead. Nothing was "
+                    "released."
+                )
+    for dim, observed in dims_of.items():
         values = model.coords.get(dim)
         if values is None:
             continue

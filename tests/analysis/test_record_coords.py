@@ -70,3 +70,30 @@ def test_only_record_axes_count_a_multinomial_category_dim_keeps_its_names():
     recognise(_model(None, multinomial=True), "laplace")  # "category" names are public
     with pytest.raises(NonPrivateModelError, match="dim 'rec'"):
         recognise(_model(NAMES, multinomial=True), "laplace")
+
+
+@pytest.mark.parametrize("kind", ["free", "deterministic"])
+def test_a_variable_on_a_record_dim_is_refused_under_add_remove_one(kind):
+    """Adversarial review: under add-remove-one n is private, yet a free variable or a
+    Deterministic on the observed's record dim put ``rec: n`` into the posterior. Accepted
+    before this check (both cases sampled); still accepted under replace-one."""
+
+    def build():
+        with pm.Model() as model:
+            model.add_coord("rec", length=OUTCOME.size)
+            p = pm.Beta("p", 1, 1)
+            if kind == "free":
+                pm.Normal("z", 0, 1, dims="rec")
+            else:
+                pm.Deterministic("pp", p * pt.ones(OUTCOME.size), dims="rec")
+            pm.Bernoulli("y", p, observed=OUTCOME, dims="rec")
+        return model
+
+    with pytest.raises(NonPrivateModelError, match=r"is on dim 'rec', which indexes the records"):
+        recognise(build(), "laplace", neighbouring="add-remove-one")
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError):
+        pymc_dp.sample(5, model=build(), epsilon=1.0, neighbouring="add-remove-one", ledger=ledger)
+    assert len(ledger) == 0
+    if kind == "deterministic":
+        recognise(build(), "laplace", neighbouring="replace-one")  # n is public there
