@@ -184,7 +184,8 @@ def _read_stops_csv(path: str | Path) -> pd.DataFrame:
         unknown = sorted(set(values.unique()) - set(categories))
         if unknown:
             raise ValueError(
-                f"column {col!r} has values outside its declared categories: {unknown}"
+                f"column {col!r} has {len(unknown)} distinct value(s) outside its declared "
+                "categories (MPLS_STOPS_CATEGORIES); the values are not shown, they are records"
             )
         out[col] = values.astype(pd.CategoricalDtype(categories=categories))
     for col in ("idNum", "date", "lat", "long"):
