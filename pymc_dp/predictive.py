@@ -21,6 +21,7 @@ import pymc as pm
 import xarray as xr
 from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
+from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from pymc_dp.analysis.graph import (
     LIKELIHOODS,
@@ -192,9 +193,24 @@ def _new_records(model, rv, posterior, parameters, trials) -> None:
         dist(name, n=n, p=theta, dims=dims)
 
 
+def _refuse_data_containers(variable, name, what) -> None:
+    """Refuse ``what`` of ``name`` if it reads a data container: whether ``pm.Data`` is
+    private depends on a ``public`` declaration the predictive does not take, and the model
+    given here need not be the one ``pymc_dp.sample`` checked (default deny)."""
+    containers = sorted(
+        str(v.name) for v in ancestors([variable]) if isinstance(v, TensorSharedVariable)
+    )
+    if containers:
+        raise NonPrivateModelError(
+            f"{name}: {what} reads pm.Data {containers}; a private predictive takes it only as "
+            "a constant in the model (pm.Data may hold private values). Nothing was drawn."
+        )
+
+
 def _public_scalar(variable, model, name, what) -> float:
     if any(v in model.basic_RVs for v in ancestors([variable])):
         raise NonPrivateModelError(f"{name}: {what} must be a constant for a predictive here")
+    _refuse_data_containers(variable, name, what)
     value = variable_value(variable)
     if value.size != 1:
         raise NonPrivateModelError(
@@ -204,6 +220,8 @@ def _public_scalar(variable, model, name, what) -> float:
 
 
 def _trials(variable, model, name, declared) -> int:
+    if declared is None:
+        _refuse_data_containers(variable, name, "the number of trials")
     value = variable_value(variable)
     if value.size == 1:
         scalar = int(value.reshape(()))
