@@ -282,30 +282,6 @@ def record_dims(model: pm.Model) -> dict[str, str]:
     return found
 
 
-def _record_length_dims(model: pm.Model, record: Mapping[str, str]) -> dict[str, str]:
-    """Dims with coordinate values that no observed variable names but that are as long as an
-    observed variable's record axis: ``{dim: observed}``. Names of the records put on a dim
-    the observed does not declare (``coords={"obs": names}`` with a length-n Deterministic on
-    "obs") reach the trace the same way, so they are treated as record dims."""
-    support: set[str] = set()
-    lengths: dict[int, str] = {}
-    for rv in model.observed_RVs:
-        dims = model.named_vars_to_dims.get(rv.name) or ()
-        ndim_supp = getattr(rv.owner.op, "ndim_supp", 0) if rv.owner is not None else 0
-        support |= {d for d in dims[len(dims) - ndim_supp :] if d is not None}
-        shape = tuple(int(s) for s in model.rvs_to_values[rv].shape.eval())  # n: no value
-        for length in shape[: len(shape) - ndim_supp]:
-            lengths.setdefault(int(length), rv.name)
-    return {
-        dim: lengths[len(values)]
-        for dim, values in model.coords.items()
-        if values is not None
-        and dim not in record
-        and dim not in support
-        and len(values) in lengths
-    }
-
-
 def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> None:
     """Refuse coordinate values on a dim that indexes records, other than 0..n − 1; under
     add-remove-one, refuse any variable but the observed ones on such a dim.
@@ -314,9 +290,7 @@ def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> 
     (a record-indexed Deterministic, the observed data), unnoised: names, ids or dates of the
     records would be published. A record dim may have no coordinate values
     (``model.add_coord(dim, length=n)``) or the range 0..n − 1, which says nothing but n
-    (public under replace-one). A dim no observed variable declares but whose coordinate
-    values are as many as an observed variable's records counts as a record dim here
-    (:func:`_record_length_dims`). Under add-remove-one n itself is private: a free variable,
+    (public under replace-one). Under add-remove-one n itself is private: a free variable,
     Deterministic or Potential on a record dim would carry it into the trace as the dim's
     length, so it is refused.
 
@@ -337,8 +311,6 @@ def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> 
                     "per-record quantities from the released draws instead. Nothing was "
                     "released."
                 )
-    for dim, observed in _record_length_dims(model, dims_of).items():
-        dims_of.setdefault(dim, observed)
     for dim, observed in dims_of.items():
         values = model.coords.get(dim)
         if values is None:

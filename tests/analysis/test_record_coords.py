@@ -97,19 +97,3 @@ def test_a_variable_on_a_record_dim_is_refused_under_add_remove_one(kind):
     assert len(ledger) == 0
     if kind == "deterministic":
         recognise(build(), "laplace", neighbouring="replace-one")  # n is public there
-
-
-def test_record_names_on_a_dim_the_observed_does_not_declare_are_refused():
-    """Adversarial review: with an observed variable without dims, a length-n Deterministic
-    on ``coords={"rec": names}`` put the names into the posterior. Sampled before this
-    check; a dim of another length keeps its names."""
-    with pm.Model(coords={"rec": NAMES}) as model:
-        p = pm.Beta("p", 1, 1)
-        pm.Deterministic("pp", p * pt.ones(OUTCOME.size), dims="rec")
-        pm.Bernoulli("y", p, observed=OUTCOME)
-    with pytest.raises(NonPrivateModelError, match=r"dim 'rec' indexes the records of 'y'"):
-        recognise(model, "laplace")
-    with pm.Model(coords={"group": ["a", "b"]}) as model:
-        rate = pm.Beta("rate", 1, 1, dims="group")
-        pm.Bernoulli("y", rate[np.array([0, 1, 1, 0, 1])], observed=OUTCOME)
-    recognise(model, "laplace")
