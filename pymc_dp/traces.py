@@ -190,7 +190,7 @@ def shared_function_trace(model: pm.Model, point_function=None) -> NDArray | Non
     (use PyMC's default) when a Deterministic's shape is not fixed by the graph.
 
     ``point_function``: the ``fn`` of a template built before on this same model, reused
-    instead of compiled again (:func:`pymc_dp.compiling.compiled_private_model`).
+    instead of compiled again (:func:`pymc_dp.routes.compiled.compiled_private_model`).
     """
     trace_vars = model.unobserved_value_vars
     shapes = _trace_shapes(model, trace_vars)

@@ -243,7 +243,7 @@ def use_release(private: pm.Model, release: BoundedRelease) -> None:
     """Make ``release`` the bounded release ``private`` reads: its containers and its tag.
 
     For a private model built once and sampled on every new release of the same structure
-    (:func:`pymc_dp.compiling.compiled_private_model`): every value the model reads —
+    (:func:`pymc_dp.routes.compiled.compiled_private_model`): every value the model reads —
     released components, projection, noise scale, public n — is ``release``'s, nothing of
     the release it held before.
     """
@@ -277,7 +277,7 @@ def forget_released_statistics(private: pm.Model) -> None:
 
     Its data containers (released components, projection, noise scale, public n) and the
     releases tagged on them keep their shapes and structure but no value: a model kept for
-    reuse (:func:`pymc_dp.compiling.compiled_private_model`) holds nothing of a past
+    reuse (:func:`pymc_dp.routes.compiled.compiled_private_model`) holds nothing of a past
     release, and a model sampled without :func:`use_release` first has a NaN log density.
     """
     names = set(private.named_vars)

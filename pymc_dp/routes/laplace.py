@@ -33,7 +33,6 @@ import xarray as xr
 
 from pymc_dp.analysis import Recognised
 from pymc_dp.analysis.rewrite import build_private_model, use_release
-from pymc_dp.compiling import compiled_private_model
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families.latent_counts import announce_kernels
 from pymc_dp.inference import check_inference
@@ -46,6 +45,7 @@ from pymc_dp.mechanisms.statistics import (
     require_current_release,
 )
 from pymc_dp.routes.base import RunRequest
+from pymc_dp.routes.compiled import compiled_private_model
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.noise_aware_gibbs import NoiseAwareConjugateGibbs
@@ -119,7 +119,7 @@ def sample_released(
     releases (:mod:`pymc_dp.routes.dirichlet`), whose release is a Dirichlet posterior.
 
     When every release is a bounded family's, the private model is compiled once per
-    structure (:func:`pymc_dp.compiling.compiled_private_model`): a later call on a model of
+    structure (:func:`pymc_dp.routes.compiled.compiled_private_model`): a later call on a model of
     the same structure samples the kept model filled with its own releases.
     """
     private = build_private_model(
@@ -160,7 +160,7 @@ def sample_released(
 
 def _sample_kwargs(request: RunRequest, releases, inference: str, private, kept=None) -> dict:
     """``pm.sample``'s options: the caller's, the noise-aware defaults, a shared trace (its
-    point function reused from ``kept``, :class:`~pymc_dp.compiling.CompiledModel`)."""
+    point function reused from ``kept``, :class:`~pymc_dp.routes.compiled.CompiledModel`)."""
     kwargs = dict(request.sample_kwargs)
     if inference == "noise-aware":
         _noise_aware_sampler_defaults(kwargs, releases)

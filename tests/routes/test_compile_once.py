@@ -1,5 +1,5 @@
 """Compile once: a second pymc_dp.sample on a model of the same structure reuses the compiled
-private model (pymc_dp.compiling), still releases afresh and is charged; the cache's key and
+private model (pymc_dp.routes.compiled), still releases afresh and is charged; the cache's key and
 kept models hold no record and, between calls, no released value."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import pymc as pm
 import pytest
 
 import pymc_dp
-from pymc_dp import PrivacyLedger, compiling
+from pymc_dp import PrivacyLedger
 from pymc_dp.analysis import recognise
 from pymc_dp.analysis.rewrite import build_private_model, use_release
 from pymc_dp.mechanisms.statistics import release_bounded
+from pymc_dp.routes import compiled
 
 BOUNDS = {"x": (0.0, 10.0)}
 # distinctive record values: none of their digits may appear in a key or a kept model
@@ -47,33 +48,33 @@ def private_of(model: pm.Model, epsilon: float = 1.0, seed: int = 1):
 
 @pytest.fixture(autouse=True)
 def empty_cache():
-    compiling.clear_compiled_models()
+    compiled.clear_compiled_models()
     yield
-    compiling.clear_compiled_models()
+    compiled.clear_compiled_models()
 
 
 def test_structure_key_is_the_same_for_other_records_and_differs_for_another_model():
     first, _ = private_of(normal_model(records(2.0)))
     second, _ = private_of(normal_model(records(7.0, seed=5)), epsilon=3.0, seed=9)
     other, _ = private_of(normal_model(records(2.0), prior_sd=2.0))
-    key = compiling.structure_key(first)
+    key = compiled.structure_key(first)
     assert len(key) == 64 and int(key, 16) >= 0
-    assert compiling.structure_key(second) == key
-    assert compiling.structure_key(other) != key
+    assert compiled.structure_key(second) == key
+    assert compiled.structure_key(other) != key
 
 
 def test_the_key_and_a_kept_model_hold_no_record_and_no_release_after_the_call():
     model = normal_model(records(2.0))
     private, release = private_of(model)
-    text = compiling.structure_text(private)
+    text = compiled.structure_text(private)
     assert "3.14159" not in text
     for value in release.noisy.ravel():
         assert f"{value:.6g}"[:6] not in text
-    with compiling.compiled_private_model(private, "a test model") as kept:
+    with compiled.compiled_private_model(private, "a test model") as kept:
         use_release(kept.model, release)
         held = {v.name: np.asarray(v.get_value()) for v in kept.model.data_vars}
         assert np.array_equal(held["x_released_statistics"], release.noisy)
-    [entry] = compiling.kept_models()
+    [entry] = compiled.kept_models()
     assert entry is kept and not entry.in_use
     for container in entry.model.data_vars:  # every released value overwritten
         assert np.all(np.isnan(np.asarray(container.get_value()))), container.name
@@ -85,14 +86,14 @@ def test_the_key_and_a_kept_model_hold_no_record_and_no_release_after_the_call()
 
 @pytest.mark.integration
 def test_the_cache_keeps_at_most_cache_size_models(monkeypatch):
-    monkeypatch.setattr(compiling, "CACHE_SIZE", 2)
+    monkeypatch.setattr(compiled, "CACHE_SIZE", 2)
     for k in range(4):
         private, _ = private_of(normal_model(records(2.0), prior_sd=1.0 + k))
-        with compiling.compiled_private_model(private, "a test model"):
+        with compiled.compiled_private_model(private, "a test model"):
             pass
-    kept = compiling.kept_models()
+    kept = compiled.kept_models()
     assert len(kept) == 2 and [e.key for e in kept] == [
-        compiling.structure_key(private_of(normal_model(records(2.0), prior_sd=sd))[0])
+        compiled.structure_key(private_of(normal_model(records(2.0), prior_sd=sd))[0])
         for sd in (3.0, 4.0)
     ]
 
@@ -145,10 +146,10 @@ def test_a_model_whose_structure_cannot_be_printed_is_compiled_for_its_call_only
     def unprintable(model):
         raise TypeError("no printer for this Op")
 
-    monkeypatch.setattr(compiling, "structure_key", unprintable)
-    with compiling.compiled_private_model(private, "a test model") as kept:
+    monkeypatch.setattr(compiled, "structure_key", unprintable)
+    with compiled.compiled_private_model(private, "a test model") as kept:
         assert kept.model is private
-    assert compiling.kept_models() == []
+    assert compiled.kept_models() == []
     assert np.all(np.isnan(private["x_released_statistics"].get_value()))
 
 
@@ -168,7 +169,7 @@ def test_models_that_differ_in_a_public_value_get_different_keys():
     the printed-graph key (equal keys in every case)."""
 
     def key(model):
-        return compiling.structure_key(private_of(model)[0])
+        return compiled.structure_key(private_of(model)[0])
 
     assert key(_public_data_model(0.0)) != key(_public_data_model(50.0))
     assert key(_public_data_model(0.0, n=300)) != key(_public_data_model(0.0, n=301))
@@ -187,6 +188,6 @@ def test_models_that_differ_in_a_public_value_get_different_keys():
         normal_model(records(2.0), prior_sd=0.123456781)
     )
     # the release written into the kept model is not part of the key
-    assert key(normal_model(records(2.0))) == compiling.structure_key(
+    assert key(normal_model(records(2.0))) == compiled.structure_key(
         private_of(normal_model(records(8.0, seed=3)), epsilon=0.3, seed=4)[0]
     )
