@@ -348,6 +348,7 @@ def _end_to_end_audit(pair, n_runs, seed, backend="numpy"):
     return audit_mechanism(_end_to_end(pair, backend), 0, 1, event, n_runs, rng, ALPHA)
 
 
+@pytest.mark.integration
 def test_end_to_end_audit_one_group_bernoulli():
     result = _end_to_end_audit(ONE_GROUP, 15_000, seed=2024)
     assert 0.75 * EPSILON < result.epsilon_lower_bound <= EPSILON
@@ -356,6 +357,7 @@ def test_end_to_end_audit_one_group_bernoulli():
     assert result.frequency_1 == pytest.approx(0.5 * math.exp(-EPSILON), abs=0.02)
 
 
+@pytest.mark.integration
 def test_end_to_end_audit_grouped_table():
     result = _end_to_end_audit(GROUPED, 15_000, seed=2025)
     assert 0.75 * EPSILON < result.epsilon_lower_bound <= EPSILON
@@ -363,6 +365,7 @@ def test_end_to_end_audit_grouped_table():
     assert result.frequency_1 == pytest.approx(0.25 * math.exp(-EPSILON), abs=0.02)
 
 
+@pytest.mark.integration
 def test_end_to_end_audit_through_opendp():
     result = _end_to_end_audit(ONE_GROUP, 2_000, seed=0, backend="opendp")
     assert 0.5 * EPSILON < result.epsilon_lower_bound <= EPSILON
@@ -504,6 +507,7 @@ def test_end_to_end_audit_bounded_normal_release():
     assert result.frequency_1 == pytest.approx(0.25 * math.exp(-EPSILON), abs=0.02)
 
 
+@pytest.mark.integration
 def test_negative_control_bounded_normal_with_sensitivity_one_is_caught():
     """(Σu, Σu²) moves by 2 in L1 when one record goes from a to b; Δ = 1 is 2ε-DP."""
     link, d0, d1 = _normal_link()
@@ -591,6 +595,7 @@ def _poisson_event(d0):
     return lambda noisy: bool(np.all(noisy <= exact))
 
 
+@pytest.mark.integration
 def test_end_to_end_audit_bounded_poisson_release():
     from pymc_dp.families.bounded import BoundedLink
 
@@ -620,6 +625,7 @@ def test_end_to_end_audit_bounded_poisson_release():
     assert result.frequency_1 == pytest.approx(0.5 * math.exp(-EPSILON), abs=0.02)
 
 
+@pytest.mark.integration
 def test_negative_control_bounded_poisson_with_half_sensitivity_is_caught():
     """Σy/c moves by 1 when one count goes from 0 to c; noise for Δ = 0.5 is 2ε-DP."""
     structure, d0, d1 = _poisson_link()

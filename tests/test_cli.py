@@ -125,6 +125,7 @@ def test_nonprivate_flag_is_documented(capsys):
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism", ["ops", "gibbs-exponential"])
 def test_stops_job_with_posterior_sampling(tmp_path, capsys, no_raw_reference, mechanism):
     args = ["stops", "--mechanism", mechanism, "--epsilon", "2", "--draws", "50", "--tune", "10"]
@@ -150,6 +151,7 @@ def test_stops_job_with_posterior_sampling(tmp_path, capsys, no_raw_reference, m
     assert main(["stops", "--mechanism", mechanism, "--neighbouring", "add-remove-one"]) == 2
 
 
+@pytest.mark.integration
 def test_stops_job_with_gaussian_noise(tmp_path, capsys, no_raw_reference):
     args = ["stops", "--noise", "gaussian", "--delta", "1e-6", "--epsilon", "1", *FAST]
     assert main([*args, "--output-dir", str(tmp_path)]) == 0
@@ -178,6 +180,7 @@ def test_stops_job_refuses_inconsistent_noise_options(capsys, extra):
     assert "error: --" in capsys.readouterr().out
 
 
+@pytest.mark.integration
 def test_ops_nonprivate_comparison_file_is_separate(tmp_path, capsys):
     args = ["stops", "--mechanism", "ops", "--nonprivate-comparison", "--no-progressbar"]
     assert main([*args, "--output-dir", str(tmp_path)]) == 0

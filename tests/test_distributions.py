@@ -33,6 +33,7 @@ def test_truncated_beta_draws_and_logp():
             TruncatedBeta("q", 1.0, 1.0, 0.5)
 
 
+@pytest.mark.integration
 def test_two_category_truncated_dirichlet_is_the_truncated_beta():
     with pm.Model():
         theta = TruncatedDirichlet("theta", np.array([2.0, 3.0]), 0.1)

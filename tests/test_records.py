@@ -133,6 +133,7 @@ def test_summary_records_n_and_partitions():
         assert isinstance(link.data, DaskRecords)
 
 
+@pytest.mark.integration
 def test_sample_releases_the_same_noisy_statistics_as_in_memory():
     frame = records(n=2_000)
     traces = [

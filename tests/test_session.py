@@ -212,6 +212,7 @@ SPENDER = """
 """
 
 
+@pytest.mark.integration
 def test_two_processes_spending_concurrently_never_overspend(tmp_path):
     path, go = tmp_path / "shared.ledger", tmp_path / "go"
     workers = [run_python(SPENDER, str(path), str(go)) for _ in range(2)]

@@ -45,6 +45,7 @@ def test_tempered_beta_bernoulli_has_the_closed_form_shape(part, params):
     np.testing.assert_allclose(got - got[0], expected - expected[0], rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.integration
 def test_tempered_model_samples_the_tempered_posterior():
     data = np.array([1] * 30 + [0] * 10)
     model, _ = _beta_bernoulli(data)

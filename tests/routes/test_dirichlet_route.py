@@ -328,6 +328,7 @@ def _quarter_sensitivity(monkeypatch):
     monkeypatch.setattr(dm, "_ehd_sensitivity", lambda alpha: real(alpha) / 4.0)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("broken", [False, True])
 def test_ehd_audit_through_the_route(monkeypatch, broken):
     """n = 1, k = 2, uniform prior: EHD is randomized response between Beta(2, 1) and
@@ -350,6 +351,7 @@ def test_ehd_audit_through_the_route(monkeypatch, broken):
         assert epsilon / 4 < bound <= epsilon / 2
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("broken", [False, True])
 def test_lshist_audit_through_the_route(monkeypatch, broken):
     """k = 3, scale 2/ε: D0 has counts (4, 5, 3), D1 moves one record from category 1 to 0.

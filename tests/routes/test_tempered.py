@@ -369,6 +369,7 @@ def test_disjoint_sites_pay_for_the_larger_one_only():
     assert events[1].temperature < events[0].temperature and "disjoint" in events[1].statistic
 
 
+@pytest.mark.integration
 def test_the_public_seed_alone_never_reproduces_the_noise():
     def run(**noise):
         idata = pymc_dp.sample(

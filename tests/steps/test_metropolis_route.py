@@ -55,6 +55,7 @@ def two_core_run(request):
     return release, ledger, idata
 
 
+@pytest.mark.integration
 def test_two_chains_on_two_cores_charge_once_in_the_parent(two_core_run):
     release, ledger, idata = two_core_run
     (event,) = ledger.events  # one event for both chains, recorded by this process
