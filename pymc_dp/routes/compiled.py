@@ -88,7 +88,7 @@ def structure_text(model: pm.Model) -> str:
     The printed graph of every model variable (operations, types and static shapes,
     transforms, constants, data containers by name and type), object addresses removed; the
     coordinates and dims; then a SHA-256 of the full value of every constant, data container
-    and dim length the model reads (:func:`_values_text`), except the released containers
+    and dim length the model reads (``_values_text``), except the released containers
     a call fills with its own release. Two models that differ in any public value (a
     ``pm.Data`` prior mean, a constant longer than NumPy prints, a dim length) get different
     texts: a kept model never samples with another call's values. Meant for private models,
@@ -146,7 +146,8 @@ def compiled_private_model(private: pm.Model, what: str) -> Iterator[CompiledMod
     Yields a :class:`CompiledModel` whose ``model`` the caller fills with its releases
     (:func:`~pymc_dp.analysis.rewrite.use_release`) and samples; its
     ``logp_dlogp_function`` returns the functions compiled by a previous call. On a miss
-    (first call for this structure) :func:`announce` logs that ``what`` compiles. On exit
+    (first call for this structure) :func:`~pymc_dp.compiling.announce` logs that ``what``
+    compiles. On exit
     every released value in the model is overwritten with NaN, whether sampling succeeded
     or not. A model in use by another call (threads), or one whose graph cannot be printed,
     is not shared: ``private`` is then compiled on its own and not kept.
