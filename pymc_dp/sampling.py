@@ -243,8 +243,9 @@ def sample(
         and the Laplace noise is the likelihood of the release, so intervals account for the
         privacy noise (Bernstein & Sheldon 2018; Ju et al. 2022); for Poisson, Normal and
         regression likelihoods the private model gains latent variables named after the
-        observed variable (``<y>_noise_variance``, ``<y>_n_records`` when n is private, a
-        regression's ``<y>_covariate_mean``/``_spread``/``_sd``/``_corr_chol``; see
+        observed variable (a regression's ``<y>_noise_variance`` and
+        ``<y>_covariate_mean``/``_spread``/``_sd``/``_corr_chol``, ``<y>_n_records`` when n
+        is private; the Normal's noise-aware likelihood has none of its own; see
         :mod:`pymc_dp.analysis.rewrite`). ``"plugin"``: the projected noisy statistics are used
         as if exact (Foulds et al. 2016, §4.2); intervals are too narrow at small n·ε.
         Default (None): the route's default, see

@@ -11,7 +11,8 @@ noise-aware; the sampler options ``pymc_dp.sample`` picks, e.g. the family's
 steps per draw (``sample_stats.n_steps``). Prints one line per cell: divergences per 1,000
 draws (mean and per seed), steps per draw, and where the divergent draws sit: the median over
 divergent draws of each latent noise variance V relative to its prior mean 2b² (and the
-same over all draws), and the quantile of σ among all draws.
+same over all draws; NaN for a model without latent variances, the Normal's), and the quantile
+of σ among all draws.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ def one_run(family: str, n: int, epsilon: float, seed: int, draws: int, tune: in
     diverging = stats["diverging"].values.reshape(-1).astype(bool)
     posterior = idata["posterior"]
     scale = float(idata["released_statistics"]["y_obs"].attrs["noise_scale"])
-    variance = posterior["y_obs_noise_variance"].values.reshape(diverging.size, -1)
+    if "y_obs_noise_variance" in posterior:  # latent variances (the regression)
+        variance = posterior["y_obs_noise_variance"].values.reshape(diverging.size, -1)
+    else:  # the Normal's exact marginal has none
+        variance = np.full((diverging.size, 1), np.nan)
     relative = variance / (2.0 * scale**2)
     sigma = posterior["sigma"].values.reshape(-1)
     sigma_rank = np.searchsorted(np.sort(sigma), sigma[diverging]) / sigma.size

@@ -2,7 +2,7 @@
 
 The pages are those of the API reference (docs/api/index.rst, docs/api/mechanisms.rst): the
 names in ``pymc_dp.__all__`` and ``pymc_dp.mechanisms.__all__`` that are functions or
-classes, the two noise-aware steps, and the public methods of those classes that have an Examples
+classes, the noise-aware step, and the public methods of those classes that have an Examples
 section of their own. Each Examples section is run with :mod:`doctest` (``ELLIPSIS`` and
 ``NORMALIZE_WHITESPACE``), in a fresh namespace, in a temporary working directory (an example
 may write a session file): it must import what it uses. The examples that sample end to end
@@ -19,7 +19,6 @@ from numpydoc.docscrape import NumpyDocString
 import pymc_dp
 import pymc_dp.mechanisms
 from pymc_dp.steps.noise_aware_gibbs import NoiseAwareConjugateGibbs
-from pymc_dp.steps.noise_variance_gibbs import NoiseVarianceGibbs
 
 
 def _pages() -> dict[str, object]:
@@ -35,7 +34,6 @@ def _pages() -> dict[str, object]:
         or inspect.isclass(getattr(pymc_dp.mechanisms, name))
     }
     pages["pymc_dp.steps.noise_aware_gibbs.NoiseAwareConjugateGibbs"] = NoiseAwareConjugateGibbs
-    pages["pymc_dp.steps.noise_variance_gibbs.NoiseVarianceGibbs"] = NoiseVarianceGibbs
     pages["pymc_dp.PrivacySession.hold"] = pymc_dp.PrivacySession.hold
     return pages
 
@@ -54,7 +52,6 @@ SAMPLING = {
     "pymc_dp.sample",
     "pymc_dp.sample_posterior_predictive",
     "pymc_dp.steps.noise_aware_gibbs.NoiseAwareConjugateGibbs",
-    "pymc_dp.steps.noise_variance_gibbs.NoiseVarianceGibbs",
 }
 """Pages whose examples sample end to end (integration tier)."""
 
@@ -76,7 +73,7 @@ def _examples(name: str) -> list[doctest.DocTest]:
 def test_the_pages_are_the_api_reference():
     assert "pymc_dp.sample" in PAGES and "pymc_dp.mechanisms.release_laplace" in PAGES
     assert SAMPLING <= PAGES.keys()
-    assert len(PAGES) == 41
+    assert len(PAGES) == 40
 
 
 @pytest.mark.parametrize("name", sorted(PAGES))

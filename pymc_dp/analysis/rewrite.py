@@ -18,8 +18,9 @@ release without being rebuilt (:func:`set_released_statistics`):
   by the plug-in likelihood (e.g. Normal: −n log σ − (Σx² − 2μΣx + nμ²)/(2σ²));
 * ``inference="noise-aware"``: ``<observed>_noise_scale`` (the Laplace scale b, or the
   Gaussian σ) and, when n is public, ``<observed>_public_n`` (G,); the family adds its latent
-  variables (``<observed>_noise_variance`` for Laplace noise only — Gaussian noise has a known
-  variance σ² —, ``<observed>_n_records`` when n is private, a regression's
+  variables (a regression's ``<observed>_noise_variance`` for Laplace noise only — Gaussian
+  noise has a known variance σ², and the Normal's two components integrate V out —,
+  ``<observed>_n_records`` when n is private, a regression's
   ``<observed>_covariate_*``), all post-processing of the release.
 
 The parameters the potential reads are the user's parameter graphs (μ, σ, λ, β, α), moved

@@ -23,7 +23,10 @@ Laplace noise as a scale mixture (Andrews & Mallows 1974; used for private stati
 Bernstein & Sheldon, NeurIPS 2019, §4): e ~ Laplace(0, b) is e | V ~ N(0, V) with
 V ~ Exponential(rate 1/(2b²)) (mean 2b²). A Gaussian (CLT) law of the true statistics then
 leaves a Gaussian law of the release given V, so the true statistics integrate out in closed
-form and NUTS samples V alongside the parameters.
+form and NUTS samples V alongside the parameters (the regression). With two released
+components V integrates out too
+(:func:`pymc_dp.families.normal.two_component_laplace_log_likelihood`,
+the Normal family).
 """
 
 from __future__ import annotations
@@ -50,15 +53,12 @@ __all__ = [
     "BoundedFamily",
     "BoundedLink",
     "BoundedStructure",
-    "NoiseVarianceParts",
     "check_bounded_values",
     "check_group_labels",
     "declared_bounds",
     "laplace_noise_variance",
     "latent_record_count",
-    "noise_variance_parts",
     "positive_counts",
-    "tag_noise_variance",
     "to_unit_interval",
 ]
 
@@ -209,10 +209,6 @@ class BoundedFamily(ABC):
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {}
     """NUTS options (``target_accept``, ``init``) the noise-aware model samples well with;
     the Laplace route uses them unless the caller chose its own."""
-    gibbs_noise_variances: ClassVar[bool] = False
-    """Whether the latent Laplace noise variances of the noise-aware model move by Gibbs
-    updates (:class:`~pymc_dp.steps.noise_variance_gibbs.NoiseVarianceGibbs`) rather than
-    with the parameters in NUTS."""
 
     @abstractmethod
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
@@ -399,38 +395,6 @@ def laplace_noise_variance(name: str, scale: Variable, shape: int) -> Variable:
     context. Laplace(0, b) = N(0, V) with V ~ Exponential(rate 1/(2b²)).
     """
     return pm.Exponential(f"{name}_noise_variance", scale=2.0 * scale**2, shape=shape)
-
-
-_TAG = "pymc_dp_noise_variance_parts"
-
-
-@dataclass(frozen=True, repr=False)
-class NoiseVarianceParts:
-    """The graphs a :class:`~pymc_dp.steps.noise_variance_gibbs.NoiseVarianceGibbs` update
-    reads for one latent V (r,).
-
-    ``mean`` (r,) and ``cov`` (r, r) are n·E t and n·Cov t of the released components (unit
-    scale) as graphs of the model's free variables; ``released`` (r,) the released values and
-    ``scale`` the Laplace scale b, both data containers of the private model.
-    """
-
-    mean: Variable
-    cov: Variable
-    released: Variable
-    scale: Variable
-
-    def __repr__(self) -> str:  # graphs only, but keep reprs free of values by habit
-        return "NoiseVarianceParts(mean, cov, released, scale)"
-
-
-def tag_noise_variance(variance: Variable, parts: NoiseVarianceParts) -> None:
-    """Mark ``variance`` (a latent V of Laplace noise) with the graphs its update reads."""
-    setattr(variance.tag, _TAG, parts)
-
-
-def noise_variance_parts(variable: Variable) -> NoiseVarianceParts | None:
-    """The :class:`NoiseVarianceParts` of a latent noise variance, or None."""
-    return getattr(variable.tag, _TAG, None)
 
 
 def latent_record_count(

@@ -32,8 +32,9 @@ For the Normal family that is (n, Σu, Σu²) with Δ = 3 or 2 (Bernstein & Shel
 −(n/2) log 2π − n log σ − (Σx² − 2μΣx + nμ²)/(2σ²), written on the unit scale
 (:func:`gaussian_plugin_log_likelihood`); the noise-aware likelihood is the CLT law of the
 statistics, MvNormal(n·E t, n·Cov t) with the moments of z zᵀ from Isserlis' theorem
-(:func:`gaussian_second_moments`), plus the Laplace noise as a normal scale mixture
-(:func:`gaussian_release_log_likelihood`).
+(:func:`gaussian_second_moments`), convolved with the Laplace noise
+(:func:`gaussian_release_log_likelihood`). Its two released components (Σu, Σu², n aside)
+are read exactly, with no latent variable (:func:`two_component_laplace_log_likelihood`).
 """
 
 from __future__ import annotations
@@ -51,12 +52,10 @@ from pymc_dp.families.bounded import (
     BoundedFamily,
     BoundedLink,
     BoundedStructure,
-    NoiseVarianceParts,
     check_bounded_values,
     laplace_noise_variance,
     latent_record_count,
     positive_counts,
-    tag_noise_variance,
     to_unit_interval,
 )
 from pymc_dp.truncated import truncated_normal
@@ -66,6 +65,7 @@ __all__ = [
     "gaussian_plugin_log_likelihood",
     "gaussian_release_log_likelihood",
     "gaussian_second_moments",
+    "log_normal_laplace",
     "normal_log_likelihood_bound",
     "normal_record_statistics",
     "normal_tempered_draw",
@@ -77,6 +77,7 @@ __all__ = [
     "second_moment_pairs",
     "second_moment_sensitivity",
     "second_moment_statistics",
+    "two_component_laplace_log_likelihood",
 ]
 
 
@@ -306,6 +307,69 @@ def gaussian_plugin_log_likelihood(
     return -0.5 * n * math.log(2 * math.pi) - n * pt.log(sigma * width) - squares / (2.0 * sigma**2)
 
 
+# exp-sinh (double-exponential) quadrature of ∫₀^∞ e^{−x} g(x) dx: x = exp(π/2 · sinh t), t on
+# a grid of step 0.1 over [−4.2, 1.8] (x from ~1e-22 to ~37; e^{−37} and the mass below 1e-22
+# are below 1e-9 of the integral). The rule converges exponentially in 1/step and handles the
+# x^{−1/2} endpoint singularity g has when the CLT variance of the first component is ~0
+# (Takahasi & Mori 1974); against adaptive quadrature its log error is below 2e-9
+# (tests/families/test_bounded_families.py).
+_DE_T = np.arange(-4.2, 1.8 + 1e-9, 0.1)
+_DE_X = np.exp(0.5 * np.pi * np.sinh(_DE_T))
+_DE_LOG_WEIGHTS = np.log(0.1) + np.log(_DE_X) + np.log(0.5 * np.pi * np.cosh(_DE_T)) - _DE_X
+
+
+def log_normal_laplace(x: Variable, variance: Variable, scale: Variable) -> Variable:
+    """log of the density at x of N(0, c) ⊛ Laplace(0, b), c = ``variance``, b = ``scale``.
+
+    (1/(4b)) e^{−x²/(2c)} [erfcx(z₋) + erfcx(z₊)] with z± = (c/b ± x)/√(2c). A z < 0 term is
+    evaluated as e^{c/(2b²) ± x/b} erfc(z), so neither branch overflows and both have finite
+    gradients (the branch not taken gets a harmless input); c is floored at 10⁻¹²·b² (the
+    density then differs from the Laplace limit by a relative 10⁻⁶ at most).
+    """
+    variance = pt.maximum(variance, 1e-12 * scale**2)
+    root = pt.sqrt(2.0 * variance)
+    terms = []
+    for sign in (-1.0, 1.0):
+        z = (variance / scale + sign * x) / root
+        exponent = variance / (2.0 * scale**2) + sign * x / scale
+        positive = pt.switch(pt.ge(z, 0.0), z, 0.0)
+        negative = pt.switch(pt.ge(z, 0.0), 0.0, z)
+        terms.append(
+            pt.switch(
+                pt.ge(z, 0.0),
+                -(x**2) / (2.0 * variance) + pt.log(pt.erfcx(positive)),
+                exponent + pt.log(pt.erfc(negative)),
+            )
+        )
+    return -pt.log(4.0 * scale) + pt.logaddexp(*terms)
+
+
+def two_component_laplace_log_likelihood(
+    values: Variable, mean: Variable, cov: Variable, scale: Variable
+) -> Variable:
+    """log p(y | θ) of two released components, T ~ N(m, C) (CLT), y = T + Laplace(b) noise.
+
+    Exact: no latent variable. The noise on y₁ is a normal scale mixture, N(0, V) with
+    V ~ Exponential(mean 2b²); given V, y₁ ~ N(m₁, C₁₁ + V) and T₂ | y₁ ~ N(μ(V), c(V)) with
+    μ(V) = m₂ + C₁₂(y₁ − m₁)/(C₁₁ + V) and c(V) = C₂₂ − C₁₂²/(C₁₁ + V), so y₂ | y₁, V is
+    N(μ(V), c(V)) ⊛ Laplace(b) (:func:`log_normal_laplace`). The remaining one-dimensional
+    integral over V = 2b²x is taken by exp-sinh quadrature (61 fixed nodes, log error below
+    2e-9): log Σ_k w_k N(y₁; m₁, C₁₁ + V_k) (N ⊛ L)(y₂ − μ(V_k)).
+
+    ``values`` (2,), ``mean`` (2,), ``cov`` (2, 2): y, n·E t and n·Cov t of the two released
+    components; ``scale`` b. Used for the Normal family's (Σu, Σu²), whose latent-variance
+    form put NUTS in a funnel (``docs/calibration.md``).
+    """
+    variance = 2.0 * scale**2 * _DE_X
+    total = cov[0, 0] + variance
+    residual = values[0] - mean[0]
+    first = -0.5 * pt.log(2.0 * np.pi * total) - residual**2 / (2.0 * total)
+    centre = mean[1] + cov[0, 1] * residual / total
+    spread = cov[1, 1] - cov[0, 1] ** 2 / total
+    second = log_normal_laplace(values[1] - centre, spread, scale)
+    return pt.logsumexp(_DE_LOG_WEIGHTS + first + second)
+
+
 def gaussian_release_log_likelihood(
     name: str,
     mean_t: Variable,
@@ -315,21 +379,19 @@ def gaussian_release_log_likelihood(
     scale: Variable,
     public_n: Variable | None,
     noise: str = "laplace",
-    gibbs_noise_variances: bool = False,
 ) -> Variable:
     """log p(release | parameters) for released second moments, true statistics integrated.
 
     CLT law of the true statistics T ~ MvNormal(n·E t, n·Cov t) (Bernstein & Sheldon 2018,
-    §4; 2019, §4), Laplace(b) noise as N(0, V), V ~ Exponential(mean 2b²)
-    (``<name>_noise_variance``): release | V ~ MvNormal(n·E t_R, n·Cov t_RR + diag V) over the
-    released components R other than n. A private n (add-remove-one) is latent
+    §4; 2019, §4) over the released components R other than n, convolved with the Laplace(b)
+    noise. With two such components (the Normal family) exactly, by
+    :func:`two_component_laplace_log_likelihood` (no latent variable). With more (the
+    regression) the noise is a normal scale mixture, N(0, V) with V ~ Exponential(mean 2b²)
+    (``<name>_noise_variance``, sampled with the parameters): release | V ~
+    MvNormal(n·E t_R, n·Cov t_RR + diag V). A private n (add-remove-one) is latent
     (``<name>_n_records``, flat prior); its true value is the latent itself, so its release
     is Laplace(n, b) exactly, sampled non-centred
     (:func:`~pymc_dp.families.bounded.latent_record_count`).
-
-    With ``gibbs_noise_variances`` the latent V is marked for Gibbs updates
-    (:func:`~pymc_dp.families.bounded.tag_noise_variance`, read by
-    :class:`~pymc_dp.steps.noise_variance_gibbs.NoiseVarianceGibbs`); the density is the same.
 
     With ``noise="gaussian"`` the noise is N(0, σ²I), σ = ``scale``, known: the release is
     MvNormal(n·E t_R, n·Cov t_RR + σ²I) with no latent variances (the CLT law convolved with
@@ -342,15 +404,16 @@ def gaussian_release_log_likelihood(
         index, values = index[1:], values[1:]
     else:
         n = public_n[0]
-    if noise == "gaussian":
-        variance = pt.ones((index.size,)) * scale**2
-    else:
-        variance = laplace_noise_variance(name, scale, index.size)
     mean = n * mean_t[index]
     clt_cov = n * cov_t[index][:, index]
-    if noise != "gaussian" and gibbs_noise_variances:
-        tag_noise_variance(variance, NoiseVarianceParts(mean, clt_cov, values, scale))
-    loglik = pm.logp(pm.MvNormal.dist(mu=mean, cov=clt_cov + pt.diag(variance)), values)
+    if noise != "gaussian" and index.size == 2:
+        loglik = two_component_laplace_log_likelihood(values, mean, clt_cov, scale)
+    else:
+        if noise == "gaussian":
+            variance = pt.ones((index.size,)) * scale**2
+        else:
+            variance = laplace_noise_variance(name, scale, index.size)
+        loglik = pm.logp(pm.MvNormal.dist(mu=mean, cov=clt_cov + pt.diag(variance)), values)
     return loglik if public_n is not None else positive_counts(n, loglik)
 
 
@@ -418,7 +481,6 @@ class _SecondMomentFamily(BoundedFamily):
             scale,
             public_n,
             noise,
-            self.gibbs_noise_variances,
         )
 
 
@@ -431,10 +493,10 @@ class NormalFamily(_SecondMomentFamily):
     name = "normal"
     likelihood = "normal"
     pattern = "Normal(mu, sigma), mu and sigma scalar graphs, with data_bounds on the values"
-    # NUTS on (μ, σ, V) jointly diverged 13–53 per 1,000 draws at 0.8 and 1–29 at 0.95 on the
-    # calibration study's designs; with V by Gibbs, 0–2.7 at 0.95 (scripts/count_divergences.py)
-    gibbs_noise_variances = True
-    noise_aware_sampler: ClassVar[Mapping[str, object]] = {"target_accept": 0.95}
+    # the exact two-component likelihood has no latent variable; the posterior's own curved
+    # ridge (the release pins m² + s²) still diverged 0–14 per 1,000 at PyMC's 0.8, none at
+    # 0.9 on the calibration study's designs (docs/calibration.md)
+    noise_aware_sampler: ClassVar[Mapping[str, object]] = {"target_accept": 0.9}
 
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
         structure = link.structure

@@ -34,7 +34,6 @@ import xarray as xr
 from pymc_dp.analysis import Recognised
 from pymc_dp.analysis.rewrite import build_private_model, use_release
 from pymc_dp.errors import NonPrivateModelError
-from pymc_dp.families.bounded import noise_variance_parts
 from pymc_dp.families.latent_counts import announce_kernels
 from pymc_dp.inference import check_inference
 from pymc_dp.ledger import PrivacyLedger
@@ -50,7 +49,6 @@ from pymc_dp.routes.compiled import compiled_private_model
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.noise_aware_gibbs import NoiseAwareConjugateGibbs
-from pymc_dp.steps.noise_variance_gibbs import NoiseVarianceGibbs
 from pymc_dp.traces import RELEASED_GROUP, keep_groups, shared_function_trace
 
 __all__ = [
@@ -137,8 +135,7 @@ def sample_released(
                 use_release(kept.model, release)
             kwargs = _sample_kwargs(request, releases, inference, kept.model, kept)
             with kept.model, route_context():
-                steps = _noise_variance_steps(kept) if inference == "noise-aware" else []
-                idata = pm.sample(request.draws, step=steps, model=kept.model, **kwargs)
+                idata = pm.sample(request.draws, step=[], model=kept.model, **kwargs)
     else:
         # Released Beta/Dirichlet statistics are constants of the potential: built per call.
         released_priors = sorted({r.prior for r in releases if isinstance(r, ReleasedStatistics)})
@@ -159,19 +156,6 @@ def sample_released(
     trace = private_trace(idata, releases, request.model)
     trace[RELEASED_GROUP].attrs["inference"] = inference
     return trace
-
-
-def _noise_variance_steps(kept) -> list:
-    """A :class:`~pymc_dp.steps.noise_variance_gibbs.NoiseVarianceGibbs` step for the latent
-    Laplace noise variances of ``kept.model`` (none if it has none); its function compiled
-    once and kept with the model."""
-    if not any(noise_variance_parts(rv) is not None for rv in kept.model.free_RVs):
-        return []
-    step = NoiseVarianceGibbs(
-        model=kept.model, parts_function=kept.functions.get(NoiseVarianceGibbs.name)
-    )
-    kept.functions[NoiseVarianceGibbs.name] = step.parts_function
-    return [step]
 
 
 def _sample_kwargs(request: RunRequest, releases, inference: str, private, kept=None) -> dict:

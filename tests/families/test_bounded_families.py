@@ -7,9 +7,10 @@ import itertools
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
-from scipy import stats
+from scipy import integrate, special, stats
 from scipy.special import gammaln
 
 from pymc_dp import InvalidPrivateDataError
@@ -17,9 +18,11 @@ from pymc_dp.families import BOUNDED_FAMILIES, BoundedLink, BoundedStructure
 from pymc_dp.families.normal import (
     gaussian_release_log_likelihood,
     gaussian_second_moments,
+    log_normal_laplace,
     project_second_moments,
     second_moment_matrix,
     second_moment_statistics,
+    two_component_laplace_log_likelihood,
 )
 from pymc_dp.families.poisson import poisson_laplace_log_marginal
 
@@ -109,9 +112,7 @@ def test_poisson_sensitivity_is_the_brute_force_maximum(neighbouring, n_groups):
 @pytest.mark.parametrize("neighbouring", NEIGHBOURING)
 def test_regression_sensitivity_is_the_brute_force_maximum(neighbouring):
     rng = np.random.default_rng(1)
-    corners = [
-        (y, (x0, x1)) for y in (-1.0, 4.0) for x0 in (0.0, 2.0) for x1 in (-1.0, 1.0)
-    ]
+    corners = [(y, (x0, x1)) for y in (-1.0, 4.0) for x0 in (0.0, 2.0) for x1 in (-1.0, 1.0)]
     interior = [
         (float(_interior(rng, -1, 4, ())), tuple(_interior(rng, [0, -1], [2, 1], 2)))
         for _ in range(10)
@@ -363,29 +364,163 @@ def test_poisson_window_marginal_respects_a_public_maximum():
         pt.as_tensor(released), pt.as_tensor(mean), pt.as_tensor(scale), np.array([10.0]), 1
     ).eval()
     k = np.arange(0, 11)
-    expected = np.logaddexp.reduce(
-        stats.poisson(9.0).logpmf(k) + stats.laplace(k, 0.7).logpdf(9.6)
-    )
+    expected = np.logaddexp.reduce(stats.poisson(9.0).logpmf(k) + stats.laplace(k, 0.7).logpdf(9.6))
     assert capped[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_gaussian_release_density_given_the_noise_variances_is_the_normal_convolution():
-    """Given V, the release is MvNormal(n·E t, n·Cov t + diag V) over the released
-    components (the scale mixture); checked against SciPy at a fixed V."""
-    m, s, n = 0.4, 0.15, 200.0
-    mean_t, cov_t = gaussian_second_moments(np.array([m]), np.array([[s**2]]), 1)
-    released = np.array([[82.0, 37.0]])
+    """Three or more released components (a regression's): given V, the release is
+    MvNormal(n·E t, n·Cov t + diag V) (the scale mixture); checked against SciPy at a fixed V."""
+    mean_w, cov_w, n = np.array([0.4, 0.6]), np.array([[0.02, 0.005], [0.005, 0.03]]), 200.0
+    mean_t, cov_t = gaussian_second_moments(mean_w, cov_w, 2)
+    index = np.arange(1, 6)
+    released = (n * mean_t.eval()[index] + np.array([1.0, -2.0, 0.5, 3.0, -1.0]))[None, :]
     with pm.Model() as model:
         loglik = gaussian_release_log_likelihood(
-            "x", mean_t, cov_t, pt.as_tensor(released), np.array([1, 2]), pt.as_tensor(0.5),
+            "x",
+            mean_t,
+            cov_t,
+            pt.as_tensor(released),
+            index,
+            pt.as_tensor(0.5),
             pt.as_tensor(np.array([n])),
         )
-    variance = np.array([0.3, 1.1])
+    variance = np.array([0.3, 1.1, 0.7, 0.2, 2.0])
     [graph] = model.replace_rvs_by_values([loglik])
     value = model.compile_fn(graph, point_fn=False, inputs=model.value_vars)(np.log(variance))
-    mean = n * mean_t.eval()[1:]
-    cov = n * cov_t.eval()[1:, 1:] + np.diag(variance)
+    mean = n * mean_t.eval()[index]
+    cov = n * cov_t.eval()[index][:, index] + np.diag(variance)
     assert value == pytest.approx(stats.multivariate_normal(mean, cov).logpdf(released[0]))
     assert [v.name for v in model.free_RVs] == ["x_noise_variance"]
     prior = model["x_noise_variance"].owner.inputs[-1].eval()
     assert float(np.ravel(prior)[0]) == pytest.approx(2 * 0.5**2)  # Laplace(b): V ~ Exp(2b²)
+
+
+@pytest.mark.parametrize(
+    "x, variance, scale",
+    [(0.3, 1.0, 1.0), (-4.0, 0.01, 2.0), (25.0, 4.0, 0.5), (3.0, 1e-9, 1.0), (-60.0, 50.0, 20.0)],
+)
+def test_normal_laplace_density_is_the_numerical_convolution(x, variance, scale):
+    """log (N(0, c) ⊛ Laplace(0, b))(x) against adaptive quadrature of ∫ N(t; 0, c) L(x − t) dt
+    (split at the Laplace kink); the tiny-c case against the Laplace density itself."""
+    value = log_normal_laplace(*(pt.as_tensor(np.float64(v)) for v in (x, variance, scale))).eval()
+    if variance < 1e-6:
+        expected = stats.laplace(0, scale).logpdf(x)
+    else:
+        sd = np.sqrt(variance)
+        pieces = [
+            integrate.quad(
+                lambda t: stats.norm(0, sd).pdf(t) * stats.laplace(t, scale).pdf(x),
+                lo,
+                hi,
+                epsabs=0,
+                epsrel=1e-12,
+                limit=200,
+            )[0]
+            for lo, hi in ((-np.inf, x), (x, np.inf))
+        ]
+        expected = np.log(sum(pieces))
+    assert value == pytest.approx(expected, abs=1e-8)
+
+
+def _two_component_reference(values, mean, cov, scale):
+    """log ∫ N(T₁; m₁, C₁₁) L(y₁ − T₁) (N(T₂ | T₁) ⊛ L)(y₂) dT₁ by adaptive quadrature (split
+    at the kink T₁ = y₁), no scale mixture: an independent route to the same integral."""
+    slope = cov[0, 1] / cov[0, 0]
+    spread = cov[1, 1] - cov[0, 1] ** 2 / cov[0, 0]
+
+    def convolved(centre):  # N(centre, spread) ⊛ Laplace(b) at y₂: the textbook Φ form, in logs
+        x, sd = values[1] - centre, np.sqrt(spread)
+        shift = spread / (2 * scale**2)
+        return np.exp(
+            np.logaddexp(
+                shift - x / scale + special.log_ndtr((x - spread / scale) / sd),
+                shift + x / scale + special.log_ndtr(-(x + spread / scale) / sd),
+            )
+        ) / (2 * scale)
+
+    first = stats.norm(mean[0], np.sqrt(cov[0, 0]))
+
+    def integrand(t1):
+        return (
+            first.pdf(t1)
+            * stats.laplace(t1, scale).pdf(values[0])
+            * convolved(mean[1] + slope * (t1 - mean[0]))
+        )
+
+    sd = np.sqrt(cov[0, 0])
+    lo, hi = mean[0] - 12 * sd, mean[0] + 12 * sd
+    pieces = [
+        integrate.quad(integrand, a, b, epsabs=0, epsrel=1e-10, limit=400)[0]
+        for a, b in ((lo, min(max(values[0], lo), hi)), (min(max(values[0], lo), hi), hi))
+        if b > a
+    ]
+    return np.log(sum(pieces))
+
+
+@pytest.mark.parametrize(
+    "n, m, s, scale, shift",
+    [
+        (1_000, 0.5, 0.04, 2.0, (3.0, -2.0)),  # noise and CLT alike
+        (10_000, 0.3, 0.2, 20.0, (30.0, 10.0)),  # noise dominates
+        (1_000, 0.5, 0.3, 0.05, (0.5, -0.4)),  # CLT dominates
+        (100, 0.9, 0.1, 200.0, (100.0, -300.0)),  # ε tiny: nearly the prior
+    ],
+)
+def test_two_released_components_are_read_exactly(n, m, s, scale, shift):
+    """The Normal family's (Σu, Σu²) under Laplace noise: exp-sinh quadrature over the scale
+    mixture of y₁ equals direct quadrature over T₁ to 1e-7 in the log; no latent variable."""
+    mean_t, cov_t = gaussian_second_moments(np.array([m]), np.array([[s**2]]), 1)
+    mean = n * mean_t.eval()[1:]
+    cov = n * cov_t.eval()[1:, 1:]
+    values = mean + np.array(shift)
+    value = two_component_laplace_log_likelihood(
+        pt.as_tensor(values), pt.as_tensor(mean), pt.as_tensor(cov), pt.as_tensor(np.float64(scale))
+    ).eval()
+    assert value == pytest.approx(_two_component_reference(values, mean, cov, scale), abs=1e-7)
+    with pm.Model() as model:
+        gaussian_release_log_likelihood(
+            "x",
+            mean_t / n * n,
+            cov_t,
+            pt.as_tensor(values[None, :]),
+            np.array([1, 2]),
+            pt.as_tensor(scale),
+            pt.as_tensor(np.array([float(n)])),
+        )
+    assert model.free_RVs == []
+
+
+def test_two_released_components_agree_with_monte_carlo_where_the_clt_is_singular():
+    """A nearly degenerate CLT covariance (σ ≈ 0: Σu² ≈ (Σu)²/n): the exact likelihood against
+    a Monte Carlo average of the two Laplace densities over T ~ N(m, C), 4 standard errors."""
+    n, m, s, scale = 10_000, 0.5, 1e-4, 0.2
+    mean_t, cov_t = gaussian_second_moments(np.array([m]), np.array([[s**2]]), 1)
+    mean, cov = n * mean_t.eval()[1:], n * cov_t.eval()[1:, 1:]
+    values = mean + np.array([0.1, 0.3])
+    value = two_component_laplace_log_likelihood(
+        pt.as_tensor(values), pt.as_tensor(mean), pt.as_tensor(cov), pt.as_tensor(np.float64(scale))
+    ).eval()
+    rng = np.random.default_rng(0)
+    t = rng.multivariate_normal(mean, cov, size=400_000, method="eigh")
+    density = np.exp(stats.laplace(t, scale).logpdf(values).sum(axis=1))
+    estimate, se = density.mean(), density.std() / np.sqrt(density.size)
+    assert abs(np.exp(value) - estimate) < 4 * se
+
+
+def test_two_component_gradient_is_finite_at_extremes():
+    """Finite log density and gradient where one erfc branch would overflow (residuals of
+    thousands of noise scales) and where the CLT covariance is singular (σ → 0)."""
+    mu = pt.dscalar("mu")
+    log_s = pt.dscalar("log_s")
+    n, scale = 1_000.0, 2.0
+    mean_t, cov_t = gaussian_second_moments(mu.reshape((1,)), pt.exp(2 * log_s).reshape((1, 1)), 1)
+    released = pt.as_tensor(np.array([480.0, 270.0]))
+    loglik = two_component_laplace_log_likelihood(
+        released, n * mean_t[1:], n * cov_t[1:, 1:], scale
+    )
+    grads = pt.grad(loglik, [mu, log_s])
+    fn = pytensor.function([mu, log_s], [loglik, *grads], mode="FAST_COMPILE")
+    for point in [(0.5, np.log(0.04)), (0.5, -30.0), (0.01, np.log(0.3)), (0.99, -12.0)]:
+        out = np.array(fn(*point))
+        assert np.all(np.isfinite(out)), point

@@ -131,6 +131,8 @@ def test_regression_end_to_end_plugin():
             data_bounds=bounds,
             inference="plugin",
             random_seed=1,
+            noise_backend="numpy",  # a seeded release: OpenDP's fresh noise made this flaky
+            noise_rng=np.random.default_rng(1),  # (|β̂ − β| up to 0.35 over seeds 0-9)
             **FAST,
         )
     [event] = PrivacyLedger.from_datatree(idata).events
