@@ -313,9 +313,10 @@ def gaussian_plugin_log_likelihood(
 # x^{−1/2} endpoint singularity g has when the CLT variance of the first component is ~0
 # (Takahasi & Mori 1974); against adaptive quadrature its log error is below 2e-9
 # (tests/families/test_bounded_families.py).
-_DE_T = np.arange(-4.2, 1.8 + 1e-9, 0.1)
+_DE_STEP = 0.1
+_DE_T = np.arange(-4.2, 1.8 + 1e-9, _DE_STEP)
 _DE_X = np.exp(0.5 * np.pi * np.sinh(_DE_T))
-_DE_LOG_WEIGHTS = np.log(0.1) + np.log(_DE_X) + np.log(0.5 * np.pi * np.cosh(_DE_T)) - _DE_X
+_DE_LOG_WEIGHTS = np.log(_DE_STEP) + np.log(_DE_X) + np.log(0.5 * np.pi * np.cosh(_DE_T)) - _DE_X
 
 
 def log_normal_laplace(x: Variable, variance: Variable, scale: Variable) -> Variable:
