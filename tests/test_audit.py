@@ -443,13 +443,44 @@ def test_negative_control_full_vector_with_one_component_sensitivity_is_caught()
     assert bound > 1.5 * EPSILON
 
 
-# --- bounded families: the Normal's (Σu, Σu²) release, Δ = 2 under replace-one ---------------
+# --- bounded families: the Normal's weighted (Σu, Σu²) release under replace-one -----------
+#
+# The release is c ⊙ (Σw, Σw²) + Laplace(Δ/ε), w = u − ½ centred, c = (0.3, 2.8), Δ =
+# (c₁ + c₂)²/(4c₂) ≈ 0.858 (pymc_dp.families.second_moments). Worst case: one record at the
+# upper bound (w = ½) against one at w′ = a* − ½ (a* = 0.446, replace_one_maximiser): the two
+# coordinates move by 0.166 and 0.692, together the whole Δ. Event: both coordinates on D0's
+# side of its exact value: p0 = ¼, p1 = ¼e^(−ε), predicted bound 0.91. Broken control: noise
+# for Δ/2 (true ε = 2): p1 = ¼e^(−2ε), predicted 1.87.
+
+
+def _pair_event(exact_0, exact_1, most=0):
+    """The event "at most ``most`` of the coordinates that move are on D1's side of D0's
+    exact value", and its probabilities (p0, p1) under Laplace(``scale``) noise: under D0
+    each moving coordinate is on D1's side w.p. ½, under D1 w.p. 1 − ½e^(−|δ_j|/b)."""
+    shift = np.asarray(exact_1, float) - np.asarray(exact_0, float)
+    moving = np.abs(shift) > 1e-12
+
+    def event(noisy):
+        side = np.sign(shift[moving]) * (np.asarray(noisy)[moving] - exact_0[moving]) > 0
+        return int(side.sum()) <= most
+
+    def probabilities(scale):
+        p_far = 1.0 - 0.5 * np.exp(-np.abs(shift[moving]) / scale)
+        dist = np.zeros(moving.sum() + 1)
+        dist[0] = 1.0
+        for p in p_far:  # Poisson-binomial law of the count on D1's side
+            dist[1:] = dist[1:] * (1 - p) + dist[:-1] * p
+            dist[0] *= 1 - p
+        return float(stats.binom.cdf(most, moving.sum(), 0.5)), float(dist[: most + 1].sum())
+
+    return event, probabilities
 
 
 def _normal_link():
     import pymc as pm
 
     from pymc_dp.analysis import recognise
+    from pymc_dp.families.second_moments import replace_one_maximiser
 
     values = np.linspace(0.2, 0.8, 9)
     with pm.Model() as model:
@@ -457,71 +488,79 @@ def _normal_link():
         sigma = pm.HalfNormal("sigma", 1.0)
         pm.Normal("y", mu=mu, sigma=sigma, observed=values)
     link = recognise(model, "laplace", data_bounds={"y": (0.0, 1.0)}).blocks["y"]
-    # Worst case: one record at the lower bound (u = 0) or the upper bound (u = 1); Σu and
-    # Σu² both move by 1, the whole declared L1 sensitivity of 2, over m = 2 coordinates.
-    d0, d1 = np.append(values, 0.0), np.append(values, 1.0)
+    family = link.structure.family
+    _, worst = replace_one_maximiser(1, family.weights(link.structure, "replace-one"))
+    d0, d1 = np.append(values, worst[0]), np.append(values, 1.0)  # bounds (0, 1): u = y
     return link, d0, d1
+
+
+def _normal_weighted(link, data):
+    from pymc_dp.families.bounded import BoundedLink
+
+    family, structure = link.structure.family, link.structure
+    index = family.released_components(structure, "replace-one")
+    exact = family.statistics(BoundedLink(structure, data))[0, index]
+    return exact * family.weights(structure, "replace-one")[index]
 
 
 def _normal_release(link, sensitivity=None):
     from pymc_dp.families.bounded import BoundedLink
     from pymc_dp.mechanisms.statistics import release_bounded
 
-    family = link.structure.family
-
     def mechanism(data, rng):
-        target = BoundedLink(link.structure, data)
         if sensitivity is None:
+            target = BoundedLink(link.structure, data)
             out = release_bounded(target, EPSILON, ledger=PrivacyLedger(), backend="numpy", rng=rng)
-            assert out.event.sensitivity == 2.0 and out.event.epsilon == EPSILON
+            assert out.event.sensitivity == pytest.approx(3.1**2 / 11.2, rel=1e-12)
+            assert out.event.epsilon == EPSILON
             return out.noisy[0]
-        # BROKEN on purpose: the statistic released with noise for Δ = ``sensitivity``.
-        exact = family.statistics(target)[
-            0, family.released_components(link.structure, "replace-one")
-        ]
+        # BROKEN on purpose: the weighted statistic released with noise for Δ = ``sensitivity``.
+        exact = _normal_weighted(link, data)
         return exact + rng.laplace(0.0, sensitivity / EPSILON, size=exact.shape)
 
     return mechanism
 
 
-def _normal_event(d0):
-    exact = np.array([d0.sum(), (d0**2).sum()])  # bounds (0, 1): u = y
-    return lambda noisy: bool(np.all(noisy <= exact))  # D0 is lower in both coordinates
-
-
 @pytest.mark.integration
 def test_end_to_end_audit_bounded_normal_release():
     link, d0, d1 = _normal_link()
+    exact_0, exact_1 = _normal_weighted(link, d0), _normal_weighted(link, d1)
+    assert np.abs(exact_1 - exact_0).sum() == pytest.approx(3.1**2 / 11.2, rel=1e-9)  # all of Δ
+    event, probabilities = _pair_event(exact_0, exact_1)
     datasets = {0: d0, 1: d1}
     result = audit_mechanism(
         lambda d, rng: _normal_release(link)(datasets[d], rng),
         0,
         1,
-        _normal_event(d0),
+        event,
         15_000,
         np.random.default_rng(2026),
         ALPHA,
     )
-    assert 0.75 * EPSILON < result.epsilon_lower_bound <= EPSILON  # predicted 0.91 (m = 2)
-    assert result.frequency_0 == pytest.approx(0.25, abs=0.02)
-    assert result.frequency_1 == pytest.approx(0.25 * math.exp(-EPSILON), abs=0.02)
+    p0, p1 = probabilities(3.1**2 / 11.2 / EPSILON)
+    assert p0 == pytest.approx(0.25) and p1 == pytest.approx(0.25 * math.exp(-EPSILON))
+    assert 0.75 * EPSILON < result.epsilon_lower_bound <= EPSILON  # predicted 0.91
+    assert result.frequency_0 == pytest.approx(p0, abs=0.02)
+    assert result.frequency_1 == pytest.approx(p1, abs=0.02)
 
 
 @pytest.mark.integration
-def test_negative_control_bounded_normal_with_sensitivity_one_is_caught():
-    """(Σu, Σu²) moves by 2 in L1 when one record goes from a to b; Δ = 1 is 2ε-DP."""
+def test_negative_control_bounded_normal_with_half_sensitivity_is_caught():
+    """The weighted (Σw, Σw²) moves by Δ ≈ 0.858 in L1 on the worst pair; noise for Δ/2 is
+    2ε-DP."""
     link, d0, d1 = _normal_link()
+    event, _ = _pair_event(_normal_weighted(link, d0), _normal_weighted(link, d1))
     datasets = {0: d0, 1: d1}
     result = audit_mechanism(
-        lambda d, rng: _normal_release(link, sensitivity=1.0)(datasets[d], rng),
+        lambda d, rng: _normal_release(link, sensitivity=3.1**2 / 11.2 / 2)(datasets[d], rng),
         0,
         1,
-        _normal_event(d0),
+        event,
         15_000,
         np.random.default_rng(2027),
         ALPHA,
     )
-    assert result.epsilon_lower_bound > EPSILON  # predicted ≈ 1.8
+    assert result.epsilon_lower_bound > EPSILON  # predicted 1.87
 
 
 # --- bounded families through release_bounded: Poisson and linear regression ----------------
@@ -644,33 +683,25 @@ def test_negative_control_bounded_poisson_with_half_sensitivity_is_caught():
     assert result.epsilon_lower_bound == pytest.approx(predicted, abs=0.15)
 
 
-# Linear regression, p = 2 covariates: z = (1, x̃₁, x̃₂, ỹ) on the unit scale, D = 10 entries of
-# the upper triangle of Σ z zᵀ; replace-one releases the m = D − 1 = 9 besides n (public),
-# Δ = 9, Laplace scale b = 9/ε. Worst case: one record with every coordinate at its lower
-# bound (z = (1, 0, 0, 0)) vs at its upper bound (z = (1, 1, 1, 1)): each released entry moves
-# by exactly 1, the whole L1 budget of 9.
+# Linear regression, p = 2 covariates: z = (1, x̃₁ − ½, x̃₂ − ½, ỹ − ½), D = 10 entries of the
+# upper triangle of Σ z zᵀ; replace-one releases the 9 besides n (public), weighted by the
+# budget split (c ⊙ T), with the exact replace-one Δ ≈ 0.640 (replace_one_maximiser), Laplace
+# scale b = Δ/ε. Worst case: one record at every upper bound against one at w′ = a* − ½: the
+# 9 coordinates move by 0.02–0.17 each, together the whole Δ.
 #
-# Event: K = #{released coordinates above D0's exact value} ≤ 2. Under D0, noisy_i − exact_i
-# ~ Laplace(b) independently, each above 0 w.p. 1/2: K ~ Bin(9, 1/2). Under D1 the noise is
-# shifted by +1: each coordinate is ≤ D0's value w.p. ½e^(−1/b) = ½e^(−ε/9), so
-# K ~ Bin(9, 1 − ½e^(−ε/9)). Then p0 = 46/512 = 0.0898 and p1 = 0.0482 (ratio e^0.62 at ε = 1),
-# and the bound at the expected counts of 15 000 runs is 0.48 (sd ≈ 0.05). Why this event:
-# K = 0 attains the full ratio e^ε but p0 = 2⁻⁹, too rare (predicted bound 0.0 at 15 000 runs);
-# K ≤ 1 gives e^0.81 but 0.48 with twice the sd; the sum of the 9 released coordinates minus
-# D0's exact sum (a difference of two Gamma(9, b) laws, shifted by 9) has a tail ratio that
-# only creeps towards e^ε — best predicted bound 0.29, near the threshold −50; the
-# Neyman–Pearson event Σ clip(noisy − exact, 0, 1) ≤ s is barely better than K (0.51 at
-# s = 1.5), as a coordinate lands strictly between exact and exact + 1 only w.p. 0.05.
+# Event: K = #{moving coordinates on D1's side of D0's exact value} ≤ 2. Under D0, K ~
+# Bin(9, ½): p0 = 46/512 = 0.0898. Under D1 coordinate j is on D0's side w.p. ½e^(−|δ_j|/b),
+# so K is Poisson-binomial: p1 = 0.0486, and the bound at the expected counts of 15 000 runs
+# is 0.48 (the full ratio e^ε needs K = 0, p0 = 2⁻⁹: too rare to measure).
 #
-# Broken control, noise for Δ = 1 (b = 1/ε): the true ε is 9. Under D1 each coordinate is ≤
-# D0's value w.p. ½e^(−ε): p1 = P(Bin(9, 1 − ½e^(−ε)) ≤ 2) = 1.8e-4, under one expected hit in
-# 5 000 runs, so the bound is set by the Clopper–Pearson upper limit: predicted 4.15.
+# Broken control, noise for Δ/3 (b = Δ/(3ε), true ε = 3): p1 = 0.0138, predicted 1.66.
 
 
 def _regression_link():
     import pymc as pm
 
     from pymc_dp.analysis import recognise
+    from pymc_dp.families.second_moments import replace_one_maximiser
 
     rng = np.random.default_rng(12)
     x = rng.uniform(*REGRESSION_X_BOUNDS, size=(12, 2))
@@ -683,31 +714,30 @@ def _regression_link():
         pm.Normal("y", mu=alpha + covariates @ beta, sigma=sigma, observed=y)
     bounds = {"y": REGRESSION_Y_BOUNDS, "X": REGRESSION_X_BOUNDS}
     link = recognise(model, "laplace", data_bounds=bounds).blocks["y"]
+    structure = link.structure
+    _, a = replace_one_maximiser(3, structure.family.weights(structure, "replace-one"))
     (x_low, x_high), (y_low, y_high) = REGRESSION_X_BOUNDS, REGRESSION_Y_BOUNDS
-    d0 = (np.append(y, y_low), np.vstack([x, [x_low, x_low]]))
+    worst_x = x_low + (x_high - x_low) * a[:2]  # w′ + ½ = a* on the unit scale
+    worst_y = y_low + (y_high - y_low) * a[2]
+    d0 = (np.append(y, worst_y), np.vstack([x, worst_x]))
     d1 = (np.append(y, y_high), np.vstack([x, [x_high, x_high]]))
-    return link.structure, d0, d1
+    return structure, d0, d1
 
 
-def _regression_released(data):
-    """The released statistics, computed here from the definition: Σ z zᵀ without n."""
+def _regression_released(structure, data):
+    """The released statistics without noise, computed here from the definition: the
+    family's weights times Σ z zᵀ of the centred records, without n."""
     y, x = data
     (x_low, x_high), (y_low, y_high) = REGRESSION_X_BOUNDS, REGRESSION_Y_BOUNDS
     z = np.column_stack(
         [np.ones(y.size), (x - x_low) / (x_high - x_low), (y - y_low) / (y_high - y_low)]
     )
-    return (z.T @ z)[np.triu_indices(4)][1:]
+    z[:, 1:] -= 0.5
+    weights = structure.family.weights(structure, "replace-one")
+    return ((z.T @ z)[np.triu_indices(4)] * weights)[1:]
 
 
-def _regression_event(d0):
-    exact = _regression_released(d0)
-    return lambda noisy: int(np.sum(noisy > exact)) <= 2
-
-
-def _regression_probabilities(scale):
-    """(p0, p1) of the event K ≤ 2 when each coordinate has Laplace(scale) noise."""
-    below_1 = 0.5 * math.exp(-1.0 / scale)  # D1 coordinate ≤ D0's value
-    return float(stats.binom.cdf(2, 9, 0.5)), float(stats.binom.cdf(2, 9, 1.0 - below_1))
+REGRESSION_SENSITIVITY = 0.6401394422310758  # replace_one_maximiser(3, weights)
 
 
 @pytest.mark.integration
@@ -717,21 +747,24 @@ def test_end_to_end_audit_bounded_regression_release():
     structure, d0, d1 = _regression_link()
     family = structure.family
     assert family.released_components(structure, "replace-one").tolist() == list(range(1, 10))
-    # The family's statistics are the ones computed here, and the pair saturates Δ = 9.
-    for data in (d0, d1):
+    # The family's statistics are the ones computed here, and the pair saturates Δ.
+    weights = family.weights(structure, "replace-one")[1:]
+    exact_0, exact_1 = _regression_released(structure, d0), _regression_released(structure, d1)
+    for data, exact in ((d0, exact_0), (d1, exact_1)):
         target = BoundedLink(structure, data[0], covariates=data[1])
-        np.testing.assert_allclose(family.statistics(target)[0, 1:], _regression_released(data))
-    np.testing.assert_allclose(_regression_released(d1) - _regression_released(d0), 1.0)
+        np.testing.assert_allclose(family.statistics(target)[0, 1:] * weights, exact)
+    assert np.abs(exact_1 - exact_0).sum() == pytest.approx(REGRESSION_SENSITIVITY, rel=1e-9)
+    event, probabilities = _pair_event(exact_0, exact_1, most=2)
     result = audit_mechanism(
-        _bounded_mechanism(structure, 9.0),
+        _bounded_mechanism(structure, pytest.approx(REGRESSION_SENSITIVITY, rel=1e-12)),
         d0,
         d1,
-        _regression_event(d0),
+        event,
         15_000,
         np.random.default_rng(2030),
         ALPHA,
     )
-    p0, p1 = _regression_probabilities(9.0 / EPSILON)
+    p0, p1 = probabilities(REGRESSION_SENSITIVITY / EPSILON)
     predicted = _predicted_bound(p0, p1, 15_000)  # 0.48
     assert 0.25 * EPSILON < result.epsilon_lower_bound <= EPSILON
     assert result.epsilon_lower_bound == pytest.approx(predicted, abs=0.15)
@@ -740,19 +773,22 @@ def test_end_to_end_audit_bounded_regression_release():
 
 
 @pytest.mark.integration
-def test_negative_control_bounded_regression_with_sensitivity_one_is_caught():
-    """The 9 released entries each move by 1; noise for Δ = 1 instead of 9 is 9ε-DP."""
+def test_negative_control_bounded_regression_with_a_third_of_the_sensitivity_is_caught():
+    """Noise for Δ/3 instead of Δ is 3ε-DP: caught on the same worst pair and event."""
     structure, d0, d1 = _regression_link()
+    third = REGRESSION_SENSITIVITY / 3
+    exact_0, exact_1 = _regression_released(structure, d0), _regression_released(structure, d1)
+    event, probabilities = _pair_event(exact_0, exact_1, most=2)
     result = audit_mechanism(
-        _bounded_mechanism(_miscalibrated(structure, 1.0), 1.0),
+        _bounded_mechanism(_miscalibrated(structure, third), third),
         d0,
         d1,
-        _regression_event(d0),
-        5_000,
+        event,
+        15_000,
         np.random.default_rng(2031),
         ALPHA,
     )
-    p0, p1 = _regression_probabilities(1.0 / EPSILON)
-    predicted = _predicted_bound(p0, p1, 5_000)  # 4.15
-    assert result.epsilon_lower_bound > 2 * EPSILON
-    assert result.epsilon_lower_bound == pytest.approx(predicted, abs=1.0)
+    p0, p1 = probabilities(third / EPSILON)
+    predicted = _predicted_bound(p0, p1, 15_000)  # 1.66
+    assert result.epsilon_lower_bound > 1.3 * EPSILON
+    assert result.epsilon_lower_bound == pytest.approx(predicted, abs=0.3)

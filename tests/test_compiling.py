@@ -39,9 +39,7 @@ def test_announce_logs_one_info_line_only_when_compiling(caplog):
 
 
 @pytest.mark.integration
-def test_the_hmm_route_announces_its_kernels_before_sampling_not_on_a_refusal(
-    caplog, monkeypatch
-):
+def test_the_hmm_route_announces_its_kernels_before_sampling_not_on_a_refusal(caplog, monkeypatch):
     import pymc_dp.routes.hmm as hmm_route
 
     monkeypatch.setattr(hmm_route, "numba_needs_compiling", lambda *kernels: True)

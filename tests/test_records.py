@@ -117,10 +117,11 @@ def test_dask_statistics_equal_the_in_memory_statistics_exactly(npartitions):
     for name, table in in_memory.items():
         np.testing.assert_array_equal(dask_backed[name], table, err_msg=name)
     # a hand computation for two of them: the grouped successes and the Normal's n, Σu, Σu²
+    # (u centred on the bounds' midpoint)
     np.testing.assert_array_equal(
         dask_backed["y"][:, 0], np.bincount(frame["g"], weights=frame["y"], minlength=3)
     )
-    u = (frame["z"].to_numpy() + 1.0) / 4.0
+    u = (frame["z"].to_numpy() + 1.0) / 4.0 - 0.5
     np.testing.assert_array_equal(dask_backed["z"], [[len(frame), u.sum(), (u * u).sum()]])
 
 

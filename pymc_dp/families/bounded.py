@@ -25,7 +25,7 @@ V ~ Exponential(rate 1/(2b²)) (mean 2b²). A Gaussian (CLT) law of the true sta
 leaves a Gaussian law of the release given V, so the true statistics integrate out in closed
 form and NUTS samples V alongside the parameters (the regression). With two released
 components V integrates out too
-(:func:`pymc_dp.families.normal.two_component_laplace_log_likelihood`,
+(:func:`pymc_dp.families.second_moments.two_component_laplace_log_likelihood`,
 the Normal family).
 """
 
@@ -195,10 +195,11 @@ class BoundedLink:
 class BoundedFamily(ABC):
     """A likelihood whose released statistics are bounded by declared record bounds.
 
-    Statistics are per-group sums of a per-record vector t(x) whose components all lie in
-    [0, 1] (records are rescaled to the unit interval first); component 0 is the record
-    count (t₀ = 1). Every method that sees records is marked private; everything else reads
-    the structure or released values only.
+    Statistics are per-group sums of a per-record vector t(x) whose components have
+    declared, data-independent ranges (records are rescaled by their declared bounds first);
+    component 0 is the record count (t₀ = 1). The released entries may carry public
+    weights (:meth:`weights`). Every method that sees records is marked private; everything
+    else reads the structure or released values only.
     """
 
     name: str
@@ -234,15 +235,27 @@ class BoundedFamily(ABC):
 
     @abstractmethod
     def sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
-        """Data-independent L1 sensitivity of the released (G, r) array."""
+        """Data-independent L1 sensitivity of the released, weighted (G, r) array."""
 
     @abstractmethod
     def l2_sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
-        """Data-independent L2 sensitivity of the released (G, r) array (Gaussian noise)."""
+        """Data-independent L2 sensitivity of the released, weighted (G, r) array."""
+
+    def weights(self, structure: BoundedStructure, neighbouring: str) -> np.ndarray:
+        """Public weights c (D,): the release is c_j T_j + noise for each released entry j.
+
+        One noise scale b for the weighted vector puts noise b/c_j on T_j, so the weights
+        split ε between the entries (:mod:`pymc_dp.families.second_moments`); the
+        sensitivities are those of the weighted vector. All ones (no split) by default.
+        """
+        return np.ones(len(self.component_names(structure)))
 
     @abstractmethod
-    def project(self, full: np.ndarray, structure: BoundedStructure, scale: float) -> np.ndarray:
-        """Feasible statistics (G, D) closest to the noisy ones (post-processing)."""
+    def project(
+        self, full: np.ndarray, structure: BoundedStructure, scale: float, neighbouring: str
+    ) -> np.ndarray:
+        """Feasible statistics (G, D) closest to the noisy, un-weighted ones (post-processing);
+        ``scale`` is the release's noise scale b (of the weighted vector)."""
 
     @abstractmethod
     def plugin_log_likelihood(

@@ -116,7 +116,9 @@ class PoissonFamily(BoundedFamily):
             return math.sqrt(2.0)
         return 2.0 if structure.grouped else 1.0
 
-    def project(self, full: np.ndarray, structure: BoundedStructure, scale: float) -> np.ndarray:
+    def project(
+        self, full: np.ndarray, structure: BoundedStructure, scale: float, neighbouring: str
+    ) -> np.ndarray:
         """n_g ≥ 0 and 0 ≤ Σy_g/c ≤ n_g (post-processing)."""
         n = np.maximum(full[:, 0], 0.0)
         return np.column_stack([n, np.clip(full[:, 1], 0.0, n)])

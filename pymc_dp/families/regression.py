@@ -5,15 +5,16 @@ Source: Bernstein & Sheldon, "Differentially Private Bayesian Linear Regression"
 covariates). Records are (x_i, y_i), x_i ∈ R^p; every coordinate has a declared range
 (``data_bounds={"y": (a, b), "X": (lo, hi)}``, per column or one for all columns) and is
 rescaled to the unit interval: x̃ = (x − lo)/(hi − lo), ỹ = (y − a)/(b − a). With
-z = (1, x̃, ỹ) (q = p + 1 unit variables), the statistics are the D = (p + 2)(p + 3)/2 entries
-of the upper triangle of Σ z zᵀ — n, Σx̃, Σỹ, X̃ᵀX̃, X̃ᵀỹ, ỹᵀỹ — with L1 sensitivity D (add-remove,
-n released) or D − 1 (replace-one, n public): every entry of z zᵀ lies in [0, 1]
-(:func:`pymc_dp.families.normal.second_moment_sensitivity`).
+z = (1, x̃ − ½, ỹ − ½) (q = p + 1 variables centred on their declared midpoints), the
+statistics are the D = (p + 2)(p + 3)/2 entries of the upper triangle of Σ z zᵀ — n, Σx̃, Σỹ,
+X̃ᵀX̃, X̃ᵀỹ, ỹᵀỹ, all centred — released with ε split by block, most of it (46%) on X̃ᵀỹ, which
+the slopes are read from (:mod:`pymc_dp.families.second_moments`: the entries' ranges, the
+shares, the L1 sensitivity 1 of the weighted vector).
 
 On the unit scale the model reads ỹ = α̃ + x̃ᵀβ̃ + N(0, σ̃²) with
 α̃ = (α + loᵀβ − a)/(b − a), β̃_j = (hi_j − lo_j) β_j/(b − a), σ̃ = σ/(b − a): the plug-in
 likelihood −n log σ − (yᵀy − 2θᵀZᵀy + θᵀZᵀZθ)/(2σ²), θ = (α, β), is written there and equals
-it in the original units (:func:`~pymc_dp.families.normal.gaussian_plugin_log_likelihood`).
+it in the original units (:func:`~pymc_dp.families.second_moments.gaussian_plugin_log_likelihood`).
 
 Noise-aware inference needs the law of the covariates: as Bernstein & Sheldon (2019, §4) the
 covariates get a normal model x̃ ~ N(μ_x, Σ_x) with its own prior, as extra variables of the
@@ -33,7 +34,7 @@ slopes covered 0.82–0.89 with ``mean ~ N(0.5, 0.5)``, ``sd ~ HalfNormal(0.5)``
 
 Then w = (x̃, ỹ) is jointly normal with mean (μ_x, α̃ + μ_xᵀβ̃) and covariance
 [[Σ_x, Σ_x β̃], [β̃ᵀΣ_x, β̃ᵀΣ_xβ̃ + σ̃²]], and the moments of z zᵀ follow from Isserlis' theorem
-(:func:`~pymc_dp.families.normal.gaussian_second_moments`).
+(:func:`~pymc_dp.families.second_moments.gaussian_second_moments`).
 """
 
 from __future__ import annotations
@@ -48,12 +49,12 @@ from pytensor.graph.basic import Variable
 
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure, check_bounded_values
-from pymc_dp.families.normal import _SecondMomentFamily, second_moment_names
+from pymc_dp.families.second_moments import SecondMomentFamily, second_moment_names
 
 __all__ = ["LinearRegressionFamily"]
 
 
-class LinearRegressionFamily(_SecondMomentFamily):
+class LinearRegressionFamily(SecondMomentFamily):
     """Normal(X β + α, σ) records (x, y), bounded coordinates; β (p,), α and σ scalar graphs.
 
     The intercept α is optional (``X @ beta`` alone); the unit-scale intercept α̃ is then
@@ -141,5 +142,6 @@ class LinearRegressionFamily(_SecondMomentFamily):
         return (
             f"linear regression sufficient statistics: upper triangle of Σ z zᵀ "
             f"({n_entries} entries), z = (1, x̃, ỹ), x̃ = ({structure.covariates} − lo)/(hi − lo) "
-            f"per column ({p} covariates), ỹ = (y − {low:g})/({high:g} − {low:g}){public}"
+            f"per column ({p} covariates), ỹ = (y − {low:g})/({high:g} − {low:g}), both − ½"
+            f"{public}; {self.describe_split(structure, neighbouring)}"
         )

@@ -24,19 +24,22 @@ case the released count is clamped to [0, total]. Projection is post-processing 
 :mod:`pymc_dp.families.bounded`): records are rescaled to the unit interval with their declared
 ``data_bounds`` (clamped into them on opt-in, a per-record map that keeps every sensitivity),
 and the family's per-group statistics are released by :func:`release_bounded`. The grouped-table
-reasoning above carries over: with one record's statistic t(x) ∈ [0, 1]^D, add-remove-one moves
-one row by ||t(x)||₁, replace-one moves one row by t(x') − t(x) or, when records can move
+reasoning above carries over: with one record's statistic t(x) of declared range, add-remove-one
+moves one row by ||t(x)||₁, replace-one moves one row by t(x') − t(x) or, when records can move
 between groups (private labels, G > 1), two rows — so n_g is released under replace-one too,
-and Δ doubles. The family states each Δ (:mod:`~pymc_dp.families.poisson`,
-:mod:`~pymc_dp.families.normal`, :mod:`~pymc_dp.families.regression`).
+and Δ doubles. A family may weight the released entries (public weights c, the release is
+c ⊙ T + noise: the Normal and regression split ε this way,
+:mod:`~pymc_dp.families.second_moments`); its sensitivities are those of the weighted vector.
+The family states each Δ (:mod:`~pymc_dp.families.poisson`,
+:mod:`~pymc_dp.families.second_moments`).
 
 **Gaussian noise** (``noise="gaussian"``; :mod:`pymc_dp.mechanisms.gaussian`): the same
 statistics, the same released components and the same projection, with N(0, σ²) noise
 calibrated to the **L2** sensitivity of the whole released array (ρ-zCDP, reported as
 (ε, δ)-DP). Conjugate tables: :func:`pymc_dp.families.base.table_l2_sensitivity` (C, √2·C or
 C with C = max trials); bounded families: ``BoundedFamily.l2_sensitivity``. For many
-statistics at once the L2 sensitivity is far below the L1 one (a regression's D − 1 entries:
-√(D − 1) against D − 1), so the Gaussian adds less noise per entry.
+statistics at once the L2 sensitivity is below the L1 one (a regression's weighted entries:
+√Σ s_j² against Σ s_j = 1), so the Gaussian can add less noise per entry.
 """
 
 from __future__ import annotations
@@ -213,13 +216,15 @@ class BoundedRelease:
     structure : BoundedStructure
         Public structure of the likelihood (declared bounds, parameter graphs, groups).
     noisy : ndarray, shape (G, r)
-        The released components exactly as released, on the unit scale.
+        The released components exactly as released: the family's weights times the
+        statistics (:meth:`~pymc_dp.families.bounded.BoundedFamily.weights`), plus noise.
     table : ndarray, shape (G, D)
-        Projected statistics, all D components (n first), on the unit scale
+        Projected statistics, all D components (n first), un-weighted
         (post-processing of ``noisy`` and the public n).
     event : PrivacyEvent
     scale : float
-        Noise scale of every released component (unit scale): Laplace b or Gaussian σ.
+        Noise scale of every released (weighted) component: Laplace b or Gaussian σ; the
+        noise on statistic j is ``scale / weights[j]``.
     neighbouring : {"replace-one", "add-remove-one"}
     public_n : ndarray, shape (G,), or None
         Record counts when they are public (one group, replace-one), else None.
@@ -311,9 +316,10 @@ def release_bounded(
     family, structure = link.family, link.structure
     exact = link.statistics()  # validates (and clamps, on opt-in) the records
     index = family.released_components(structure, neighbouring)
+    weights = family.weights(structure, neighbouring)[index]
     variables = (link.observed,) + ((structure.covariates,) if structure.covariates else ())
     noisy = _release(
-        exact[:, index],
+        exact[:, index] * weights,
         noise=noise,
         l1=lambda: family.sensitivity(structure, neighbouring),
         l2=lambda: family.l2_sensitivity(structure, neighbouring),
@@ -365,10 +371,10 @@ def project_bounded(
     noisy = np.asarray(noisy, dtype=np.float64).reshape(structure.n_groups, -1)
     index = family.released_components(structure, neighbouring)
     full = np.zeros((structure.n_groups, len(family.component_names(structure))))
-    full[:, index] = noisy
+    full[:, index] = noisy / family.weights(structure, neighbouring)[index]
     if public_n is not None:
         full[:, 0] = np.asarray(public_n, dtype=np.float64).reshape(-1)
-    return family.project(full, structure, scale)
+    return family.project(full, structure, scale, neighbouring)
 
 
 def sufficient_statistics(link: ConjugateLink) -> np.ndarray:

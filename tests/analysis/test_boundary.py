@@ -243,7 +243,13 @@ def test_metropolis_chain_is_an_explicit_opt_in_and_not_a_guarantee():
     # a wide proposal leaves the truncated prior's support often: the chain rejects.
     # Seeded: over 5 draws an unseeded chain can accept every move (CI saw it once);
     # this seed rejects 4 of 5.
-    options = {"tune": 10, "proposal_scale": 2.0, "delta": 1e-6, "release": "chain", "random_seed": 2}
+    options = {
+        "tune": 10,
+        "proposal_scale": 2.0,
+        "delta": 1e-6,
+        "release": "chain",
+        "random_seed": 2,
+    }
     ledger = PrivacyLedger()
     with pytest.raises(ValueError, match="assume_rejection_bound"):
         _sample(model, "metropolis", ledger, options)

@@ -195,7 +195,10 @@ def test_bad_records_are_refused_before_any_release():
     infinite = Y.copy()
     infinite[0] = np.inf
     _refused(
-        regression(y=infinite), InvalidPrivateDataError, "NaN or infinite", data_bounds=BOUNDS,
+        regression(y=infinite),
+        InvalidPrivateDataError,
+        "NaN or infinite",
+        data_bounds=BOUNDS,
         clamp_to_bounds=True,
     )
     with pm.Model() as fractional:
@@ -227,6 +230,10 @@ def test_clamping_is_an_option_of_the_laplace_statistics_only():
         mu = pm.TruncatedNormal("mu", 0, 1, lower=-2, upper=3)
         pm.Normal("x", mu, 1.0, observed=Y)
     _refused(
-        model, ValueError, "clamp_to_bounds is an option of the Laplace", mechanism="ops",
-        data_bounds={"x": (-2, 3)}, clamp_to_bounds=True,
+        model,
+        ValueError,
+        "clamp_to_bounds is an option of the Laplace",
+        mechanism="ops",
+        data_bounds={"x": (-2, 3)},
+        clamp_to_bounds=True,
     )

@@ -29,12 +29,12 @@ def test_cases_simulate_from_the_prior_inside_the_declared_bounds(family):
 
 
 def test_study_releases_what_the_route_releases():
-    # Normal, replace-one: (Σu, Σu²) released with Δ = 2 on the unit scale; n stays public
+    # Normal, replace-one: weighted (0.3 Σu, 2.8 Σu²) released with Δ = 3.1²/11.2; n public
     case = CASES["normal"]
     private, link = _private_model(case, 40, 0.5, "noise-aware", "replace-one")
     _, y, X = case.simulate(40, np.random.default_rng(1))
     values = _release_values(private, link, y, X, 0.5, "replace-one", np.random.default_rng(2))
-    assert values["y_obs_noise_scale"] == pytest.approx(2 / 0.5)
+    assert values["y_obs_noise_scale"] == pytest.approx(3.1**2 / 11.2 / 0.5)
     assert values["y_obs_public_n"].tolist() == [40.0]
     assert values["y_obs_released_statistics"].shape == (1, 2)
 

@@ -3,28 +3,30 @@ sensitivities against brute force, moments, plug-in likelihoods, projection, noi
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from scipy import integrate, special, stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, optimize, special, stats
 from scipy.special import gammaln
 
 from pymc_dp import InvalidPrivateDataError
 from pymc_dp.families import BOUNDED_FAMILIES, BoundedLink, BoundedStructure
-from pymc_dp.families.normal import (
+from pymc_dp.families.poisson import poisson_laplace_log_marginal
+from pymc_dp.families.second_moments import (
+    entry_sensitivity,
     gaussian_release_log_likelihood,
     gaussian_second_moments,
     log_normal_laplace,
     project_second_moments,
+    replace_one_maximiser,
     second_moment_matrix,
     second_moment_statistics,
     two_component_laplace_log_likelihood,
 )
-from pymc_dp.families.poisson import poisson_laplace_log_marginal
 
 NORMAL, POISSON, REGRESSION = (
     BOUNDED_FAMILIES[name] for name in ("normal", "poisson", "linear-regression")
@@ -65,17 +67,21 @@ def regression_link(y, x, bounds=(-1.0, 4.0), low=(0.0, -1.0), high=(2.0, 1.0), 
 
 # --- sensitivity: brute force over extreme records -----------------------------------------
 def _released(link, neighbouring):
+    """The released vector without noise: the family's weights times the statistics."""
     family = link.family
-    return family.statistics(link)[:, family.released_components(link.structure, neighbouring)]
+    index = family.released_components(link.structure, neighbouring)
+    return family.statistics(link)[:, index] * family.weights(link.structure, neighbouring)[index]
 
 
-def _brute_force(single, records, neighbouring):
-    """max ||S(D) − S(D')||₁ over neighbours: statistics are sums, so a replaced record moves
-    them by t(r) − t(r'), an added one by t(r)."""
-    released = [_released(single(r), neighbouring) for r in records]
+def _brute_force(single, records, neighbouring, norm=1):
+    """max ||S(D) − S(D')|| (L1 or L2) over neighbours: statistics are sums, so a replaced
+    record moves them by t(r) − t(r'), an added one by t(r)."""
+    released = np.stack([_released(single(r), neighbouring).ravel() for r in records])
     if neighbouring == "add-remove-one":
-        return max(float(np.abs(t).sum()) for t in released)
-    return max(float(np.abs(a - b).sum()) for a, b in itertools.combinations(released, 2))
+        moves = released
+    else:
+        moves = (released[:, None, :] - released[None, :, :]).reshape(-1, released.shape[1])
+    return float(np.max(np.linalg.norm(moves, ord=norm, axis=1)))
 
 
 def _interior(rng, low, high, size):
@@ -84,12 +90,17 @@ def _interior(rng, low, high, size):
 
 @pytest.mark.parametrize("neighbouring", NEIGHBOURING)
 def test_normal_sensitivity_is_the_brute_force_maximum(neighbouring):
-    rng = np.random.default_rng(0)
-    records = [-2.0, 3.0, *_interior(rng, -2, 3, 20)]
+    # a grid of step 1/2000 of the range: the replace-one maximum is reached at an interior
+    # record (w = (c₂ − c₁)/(2c₂) − ½ on the centred scale), which the grid passes within 1/4000
+    records = np.linspace(-2.0, 3.0, 2001)
     found = _brute_force(lambda r: normal_link([r]), records, neighbouring)
-    structure = normal_link([0.0]).structure
-    assert NORMAL.sensitivity(structure, neighbouring) == found
-    assert found == (3.0 if neighbouring == "add-remove-one" else 2.0)
+    stated = NORMAL.sensitivity(normal_link([0.0]).structure, neighbouring)
+    assert found <= stated + 1e-12
+    if neighbouring == "add-remove-one":
+        assert found == pytest.approx(1.0, abs=1e-12)  # the record at the upper bound
+    else:
+        assert found == pytest.approx(stated, abs=1e-5)
+        assert stated == pytest.approx(3.1**2 / 11.2, rel=1e-12)  # (c₁ + c₂)²/(4c₂)
 
 
 @pytest.mark.parametrize("neighbouring", NEIGHBOURING)
@@ -121,24 +132,85 @@ def test_regression_sensitivity_is_the_brute_force_maximum(neighbouring):
         lambda r: regression_link([r[0]], [r[1]]), corners + interior, neighbouring
     )
     structure = regression_link([0.0], [[1.0, 0.0]]).structure
-    # z = (1, x̃0, x̃1, ỹ): D = 10 entries of the upper triangle; n is public under replace-one
-    assert REGRESSION.sensitivity(structure, neighbouring) == found
-    assert found == (10.0 if neighbouring == "add-remove-one" else 9.0)
+    stated = REGRESSION.sensitivity(structure, neighbouring)
+    assert found <= stated + 1e-12
+    if neighbouring == "add-remove-one":
+        # Σ_j c_j Δ_j = Σ shares = 1: reached by adding the record at every upper bound
+        assert stated == pytest.approx(1.0, rel=1e-12)
+        assert found == pytest.approx(stated, rel=1e-12)
+    else:
+        # the exact maximum, below the triangle bound 1; reached by the record at every upper
+        # bound against w′ = a* − ½ (replace_one_maximiser), not by corners alone
+        assert stated == pytest.approx(0.6401394422310758, rel=1e-9)
+        _, a = replace_one_maximiser(3, REGRESSION.weights(structure, neighbouring))
+        low, high = np.array([-1.0, 0.0, -1.0]), np.array([4.0, 2.0, 1.0])  # y, x0, x1
+        worst = low + (high - low) * (np.array([a[2], a[0], a[1]]))  # w′ + ½ on [lo, hi]
+        pair = [(4.0, (2.0, 1.0)), (worst[0], (worst[1], worst[2]))]
+        reached = _brute_force(lambda r: regression_link([r[0]], [r[1]]), pair, neighbouring)
+        assert reached == pytest.approx(stated, rel=1e-9)
 
 
-def test_every_per_record_component_lies_in_the_unit_interval():
+@settings(max_examples=60, deadline=None)
+@given(
+    q=st.integers(1, 4),
+    raw=st.lists(st.floats(0.01, 5.0), min_size=15, max_size=15),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_replace_one_maximum_bounds_every_pair_and_is_reached(q, raw, seed):
+    """For any positive weights: no pair of centred records moves the weighted second moments
+    by more than the stated maximum (random pairs, corners and local searches), and the pair
+    it names reaches it."""
+    d = (q + 1) * (q + 2) // 2
+    weights = np.array([0.0, *raw[: d - 1]])
+    stated, a = replace_one_maximiser(q, weights)
+
+    def moved(w, w2):
+        return float(
+            np.abs(
+                weights * (second_moment_statistics(w[None]) - second_moment_statistics(w2[None]))
+            ).sum()
+        )
+
+    rng = np.random.default_rng(seed)
+    pairs = rng.uniform(-0.5, 0.5, (400, 2, q))
+    pairs[:100] = rng.choice([-0.5, 0.0, 0.5], size=(100, 2, q))
+    assert max(moved(w, w2) for w, w2 in pairs) <= stated * (1 + 1e-12)
+    best = optimize.minimize(
+        lambda x: -moved(x[:q], x[q:]),
+        rng.uniform(-0.5, 0.5, 2 * q),
+        bounds=[(-0.5, 0.5)] * (2 * q),
+        method="L-BFGS-B",
+    )
+    assert -best.fun <= stated * (1 + 1e-9)
+    assert moved(np.full(q, 0.5), a - 0.5) == pytest.approx(stated, rel=1e-9)
+    if q == 1:  # the closed form
+        c1, c2 = weights[1:]
+        assert stated == pytest.approx(c1 if c2 <= c1 else (c1 + c2) ** 2 / (4 * c2), rel=1e-12)
+
+
+def test_every_per_record_component_lies_within_its_stated_range():
     rng = np.random.default_rng(2)
-    link = regression_link(rng.uniform(-1, 4, 50), rng.uniform([0, -1], [2, 1], (50, 2)))
-    w = REGRESSION.unit_records(link)
+    corners = [(y, (x0, x1)) for y in (-1.0, 4.0) for x0 in (0.0, 2.0) for x1 in (-1.0, 1.0)]
+    corners.append((1.5, (1.0, 0.0)))  # the midpoint: every square at 0
+    y = np.concatenate([rng.uniform(-1, 4, 50), [c[0] for c in corners]])
+    x = np.concatenate([rng.uniform([0, -1], [2, 1], (50, 2)), [c[1] for c in corners]])
+    link = regression_link(y, x)
+    w = REGRESSION.unit_records(link) - 0.5
     per_record = np.stack([second_moment_statistics(row[None, :]) for row in w])
-    assert per_record.min() >= 0.0 and per_record.max() <= 1.0
+    add = entry_sensitivity(3, "add-remove-one")  # the largest magnitude of each entry
+    replace = entry_sensitivity(3, "replace-one")  # the largest change of each entry
+    assert np.all(np.abs(per_record) <= add + 1e-15)
+    np.testing.assert_allclose(np.abs(per_record).max(axis=0), add)  # the corners reach it
+    spread = per_record.max(axis=0) - per_record.min(axis=0)
+    assert np.all(spread[1:] <= replace[1:] + 1e-15)
+    np.testing.assert_allclose(spread[1:], replace[1:])
     np.testing.assert_allclose(per_record.sum(axis=0), REGRESSION.statistics(link)[0])
 
 
 # --- statistics ----------------------------------------------------------------------------
-def test_normal_statistics_are_n_sum_and_sum_of_squares_on_the_unit_scale():
+def test_normal_statistics_are_n_sum_and_sum_of_squares_centred_on_the_midpoint():
     x = np.array([-2.0, 0.5, 3.0, 1.0])
-    u = (x + 2) / 5
+    u = (x + 2) / 5 - 0.5
     np.testing.assert_allclose(NORMAL.statistics(normal_link(x)), [[4, u.sum(), (u**2).sum()]])
     assert NORMAL.component_names(normal_link(x).structure) == ["n", "sum(u)", "sum(u*u)"]
 
@@ -147,6 +219,7 @@ def test_regression_statistics_are_the_upper_triangle_of_zzT():
     rng = np.random.default_rng(3)
     y, x = rng.uniform(-1, 4, 30), rng.uniform([0, -1], [2, 1], (30, 2))
     z = np.column_stack([np.ones(30), x[:, 0] / 2, (x[:, 1] + 1) / 2, (y + 1) / 5])
+    z[:, 1:] -= 0.5  # centred on the declared midpoints
     gram = z.T @ z
     stats_ = REGRESSION.statistics(regression_link(y, x))[0]
     np.testing.assert_allclose(second_moment_matrix(stats_, 3), gram)
@@ -307,7 +380,9 @@ def test_projection_keeps_exact_statistics():
     rng = np.random.default_rng(8)
     link = regression_link(rng.uniform(-1, 4, 30), rng.uniform([0, -1], [2, 1], (30, 2)))
     exact = REGRESSION.statistics(link)
-    np.testing.assert_allclose(REGRESSION.project(exact, link.structure, 1e-9), exact, atol=1e-9)
+    np.testing.assert_allclose(
+        REGRESSION.project(exact, link.structure, 1e-9, "replace-one"), exact, atol=1e-9
+    )
 
 
 def test_projection_makes_the_second_moments_feasible():
@@ -318,17 +393,18 @@ def test_projection_makes_the_second_moments_feasible():
         table = project_second_moments(noisy, 3, floor=2.0)
         matrix = second_moment_matrix(table, 3)
         n, sums = matrix[0, 0], matrix[0, 1:]
-        assert n == 20.0 and np.all((sums >= 0) & (sums <= n))
+        assert n == 20.0 and np.all(np.abs(sums) <= n / 2)  # centred: |w| <= ½
         centred = matrix[1:, 1:] - np.outer(sums, sums) / n
         assert np.linalg.eigvalsh(centred).min() >= 2.0 - 1e-9
     one = project_second_moments(np.array([-3.0, 5.0, 1.0]), 1, floor=0.5)
-    assert one[0] == 1.0 and one[2] - one[1] ** 2 / one[0] >= 0.5 - 1e-12  # Σu² ≥ (Σu)²/n
+    assert one[0] == 1.0 and one[1] == 0.5  # n >= 1, Σu <= n/2
+    assert one[2] - one[1] ** 2 / one[0] >= 0.5 - 1e-12  # Σu² ≥ (Σu)²/n
 
 
 def test_poisson_projection_keeps_counts_and_sums_feasible():
     full = np.array([[-3.0, 2.0], [10.0, 12.0], [10.0, -1.0]])
     np.testing.assert_allclose(
-        POISSON.project(full, poisson_link([0], n_groups=3).structure, 1.0),
+        POISSON.project(full, poisson_link([0], n_groups=3).structure, 1.0, "replace-one"),
         [[0, 0], [10, 10], [10, 0]],
     )
 
@@ -369,12 +445,15 @@ def test_poisson_window_marginal_respects_a_public_maximum():
 
 
 def test_gaussian_release_density_given_the_noise_variances_is_the_normal_convolution():
-    """Three or more released components (a regression's): given V, the release is
-    MvNormal(n·E t, n·Cov t + diag V) (the scale mixture); checked against SciPy at a fixed V."""
-    mean_w, cov_w, n = np.array([0.4, 0.6]), np.array([[0.02, 0.005], [0.005, 0.03]]), 200.0
+    """Three or more released components (a regression's): given V, the weighted release
+    c ⊙ T + noise is MvNormal(c ⊙ n·E t, (c cᵀ) ⊙ n·Cov t + diag V) (the scale mixture);
+    checked against SciPy at a fixed V."""
+    mean_w, cov_w, n = np.array([-0.1, 0.1]), np.array([[0.02, 0.005], [0.005, 0.03]]), 200.0
     mean_t, cov_t = gaussian_second_moments(mean_w, cov_w, 2)
     index = np.arange(1, 6)
-    released = (n * mean_t.eval()[index] + np.array([1.0, -2.0, 0.5, 3.0, -1.0]))[None, :]
+    weights = np.array([0.0, 0.5, 2.0, 1.5, 0.7, 3.0])
+    c = weights[index]
+    released = (c * n * mean_t.eval()[index] + np.array([1.0, -2.0, 0.5, 3.0, -1.0]))[None, :]
     with pm.Model() as model:
         loglik = gaussian_release_log_likelihood(
             "x",
@@ -382,14 +461,15 @@ def test_gaussian_release_density_given_the_noise_variances_is_the_normal_convol
             cov_t,
             pt.as_tensor(released),
             index,
+            weights,
             pt.as_tensor(0.5),
             pt.as_tensor(np.array([n])),
         )
     variance = np.array([0.3, 1.1, 0.7, 0.2, 2.0])
     [graph] = model.replace_rvs_by_values([loglik])
     value = model.compile_fn(graph, point_fn=False, inputs=model.value_vars)(np.log(variance))
-    mean = n * mean_t.eval()[index]
-    cov = n * cov_t.eval()[index][:, index] + np.diag(variance)
+    mean = c * n * mean_t.eval()[index]
+    cov = np.outer(c, c) * n * cov_t.eval()[index][:, index] + np.diag(variance)
     assert value == pytest.approx(stats.multivariate_normal(mean, cov).logpdf(released[0]))
     assert [v.name for v in model.free_RVs] == ["x_noise_variance"]
     prior = model["x_noise_variance"].owner.inputs[-1].eval()
@@ -485,6 +565,7 @@ def test_two_released_components_are_read_exactly(n, m, s, scale, shift):
             cov_t,
             pt.as_tensor(values[None, :]),
             np.array([1, 2]),
+            np.ones(3),
             pt.as_tensor(scale),
             pt.as_tensor(np.array([float(n)])),
         )

@@ -47,13 +47,16 @@ from pymc_dp.families.dirichlet import (
     multinomial_log_likelihood_bound,
 )
 from pymc_dp.families.gamma import poisson_log_likelihood_bound, poisson_record_statistics
-from pymc_dp.families.normal import (
-    normal_log_likelihood_bound,
-    normal_record_statistics,
+from pymc_dp.families.normal import normal_log_likelihood_bound, normal_record_statistics
+from pymc_dp.families.second_moments import (
+    entry_kinds,
+    entry_sensitivity,
     second_moment_l2_sensitivity,
     second_moment_names,
     second_moment_sensitivity,
+    second_moment_shares,
     second_moment_statistics,
+    second_moment_weights,
 )
 
 NORMAL, POISSON, REGRESSION = (
@@ -345,16 +348,55 @@ def test_group_sums():
 
 
 @pytest.mark.parametrize("q", [1, 2, 3])
-def test_second_moment_sensitivities_are_d_and_d_minus_1(q):
-    d = (q + 1) * (q + 2) // 2
-    assert second_moment_sensitivity(q, "add-remove-one") == d
-    assert second_moment_sensitivity(q, "replace-one") == d - 1
-    assert second_moment_l2_sensitivity(q, "add-remove-one") == pytest.approx(math.sqrt(d))
-    assert second_moment_l2_sensitivity(q, "replace-one") == pytest.approx(math.sqrt(d - 1))
-    # brute force: every entry of z zᵀ lies in [0, 1]; w = 1 → w = 0 moves every entry by 1
-    ones, zeros = np.ones((1, q)), np.zeros((1, q))
-    moved = second_moment_statistics(ones) - second_moment_statistics(zeros)
-    assert np.abs(moved[1:]).sum() == d - 1 and np.abs(second_moment_statistics(ones)).sum() == d
+def test_second_moment_sensitivities_of_the_weighted_centred_entries(q):
+    """c_j = s_j/Δ_j, so Σ_j c_j Δ_j = Σ_j s_j = 1 (the triangle bound), reached under
+    add-remove-one by the record at every upper bound; replace-one has a smaller exact
+    maximum ((c₁ + c₂)²/(4c₂) with one variable)."""
+    for neighbouring in ("add-remove-one", "replace-one"):
+        shares = second_moment_shares(q, neighbouring)
+        weights = second_moment_weights(q, neighbouring)
+        ranges = entry_sensitivity(q, neighbouring)
+        assert shares.sum() == pytest.approx(1.0, rel=1e-12)
+        np.testing.assert_allclose(weights * ranges, shares, rtol=1e-12)
+        assert second_moment_l2_sensitivity(q, neighbouring) == pytest.approx(
+            math.sqrt(np.sum(shares**2)), rel=1e-12
+        )
+    assert second_moment_sensitivity(q, "add-remove-one") == pytest.approx(1.0, rel=1e-12)
+    upper = second_moment_statistics(np.full((1, q), 0.5))  # every entry at its largest
+    weighted = upper * second_moment_weights(q, "add-remove-one")
+    assert np.abs(weighted).sum() == pytest.approx(1.0, rel=1e-12)
+    if q == 1:
+        c1, c2 = second_moment_weights(1, "replace-one")[1:]
+        assert (c1, c2) == (pytest.approx(0.3), pytest.approx(2.8))
+        assert second_moment_sensitivity(1, "replace-one") == pytest.approx(
+            (c1 + c2) ** 2 / (4 * c2)
+        )
+    else:  # the exact maximum (replace_one_maximiser), below the triangle bound 1
+        expected = {2: 0.6618058968058969, 3: 0.6401394422310758}[q]
+        assert second_moment_sensitivity(q, "replace-one") == pytest.approx(expected, rel=1e-12)
+    # replace-one never moves n; n is released (with a share) only under add-remove-one
+    assert second_moment_shares(q, "replace-one")[0] == 0.0
+    assert second_moment_shares(q, "add-remove-one")[0] == pytest.approx(0.05)
+
+
+def test_entry_ranges_of_centred_records():
+    assert entry_kinds(2) == [
+        "n",
+        "sum",
+        "response sum",
+        "square",
+        "response product",
+        "response square",
+    ]
+    np.testing.assert_array_equal(
+        entry_sensitivity(2, "add-remove-one"), [1, 0.5, 0.5, 0.25, 0.25, 0.25]
+    )
+    np.testing.assert_array_equal(entry_sensitivity(2, "replace-one"), [0, 1, 1, 0.25, 0.5, 0.25])
+    assert entry_kinds(3)[5] == "product"  # Σx̃₀x̃₁, in the XᵀX block
+    # the regression's shares by block: Xᵀy 46%, split between its two entries
+    shares = second_moment_shares(3, "replace-one")
+    assert shares[[6, 8]].tolist() == [pytest.approx(0.23), pytest.approx(0.23)]
+    assert shares[[4, 5, 7]].sum() == pytest.approx(0.13)
 
 
 def test_second_moment_names_and_statistics():
@@ -424,14 +466,21 @@ def test_bounded_families_released_components_and_sensitivities():
     for neighbouring in ("replace-one", "add-remove-one"):  # index arrays: integers
         assert NORMAL.released_components(normal, neighbouring).dtype.kind == "i"
         assert POISSON.released_components(one, neighbouring).dtype.kind == "i"
-    assert NORMAL.sensitivity(normal, "replace-one") == 2.0
-    assert NORMAL.l2_sensitivity(normal, "add-remove-one") == pytest.approx(math.sqrt(3))
+    assert NORMAL.sensitivity(normal, "replace-one") == pytest.approx(3.1**2 / 11.2)
+    assert NORMAL.sensitivity(normal, "add-remove-one") == pytest.approx(1.0)
+    assert NORMAL.l2_sensitivity(normal, "add-remove-one") == pytest.approx(
+        math.sqrt(0.05**2 + 0.285**2 + 0.665**2)
+    )
+    np.testing.assert_allclose(NORMAL.weights(normal, "replace-one"), [0, 0.3, 2.8])
     regression = _regression([0.0], [[0.0, 0.0]]).structure
     assert REGRESSION.q(regression) == 3
     assert REGRESSION.released_components(regression, "replace-one").tolist() == list(range(1, 10))
-    assert REGRESSION.sensitivity(regression, "replace-one") == 9.0
-    assert REGRESSION.sensitivity(regression, "add-remove-one") == 10.0
-    assert REGRESSION.l2_sensitivity(regression, "replace-one") == 3.0
+    assert REGRESSION.sensitivity(regression, "replace-one") == pytest.approx(0.6401394422310758)
+    assert REGRESSION.sensitivity(regression, "add-remove-one") == pytest.approx(1.0)
+    assert REGRESSION.l2_sensitivity(regression, "replace-one") == pytest.approx(
+        math.sqrt(2 * 0.045**2 + 0.14**2 + 3 * (0.13 / 3) ** 2 + 2 * 0.23**2 + 0.18**2)
+    )
+    np.testing.assert_array_equal(POISSON.weights(one, "replace-one"), [1.0, 1.0])
 
 
 def test_public_n_only_for_one_group_under_replace_one():
@@ -445,7 +494,8 @@ def test_bounded_statistics_on_the_unit_scale():
     np.testing.assert_allclose(
         POISSON.statistics(_poisson([0, 8, 2], [1, 1, 0], 2)), [[1, 0.25], [2, 1.0]]
     )
-    np.testing.assert_allclose(NORMAL.statistics(_normal([-2.0, 3.0, 0.5])), [[3, 1.5, 1.25]])
+    # centred on the midpoint: u − ½ = −½, ½, 0
+    np.testing.assert_allclose(NORMAL.statistics(_normal([-2.0, 3.0, 0.5])), [[3, 0.0, 0.5]])
     np.testing.assert_allclose(
         REGRESSION.unit_records(_regression([4.0, -1.0], [[2.0, -1.0], [1.0, 0.0]])),
         [[1.0, 0.0, 1.0], [0.5, 0.5, 0.0]],
@@ -775,17 +825,17 @@ def test_tempered_draws_are_the_truncated_laws_on_the_given_bounds():
     assert np.all(got >= 0.05) and np.allclose(got.sum(axis=-1), 1.0)
 
 
-def test_projection_keeps_feasible_second_moments_and_clips_the_sums_to_0_n():
-    from pymc_dp.families.normal import project_second_moments
+def test_projection_keeps_feasible_second_moments_and_clips_the_sums_to_half_n():
+    from pymc_dp.families.second_moments import project_second_moments
 
     # feasible: n = 4, Σu = 0.5, Σu² = 1 (centred 1 − 0.5²/4 = 0.9375 above the floor)
     np.testing.assert_allclose(project_second_moments([4.0, 0.5, 1.0], 1, 1e-9), [4, 0.5, 1])
-    # Σu < 0 is clipped to 0 and n < 1 raised to 1; Σu² keeps its centred part
-    np.testing.assert_allclose(project_second_moments([0.2, -0.3, 0.5], 1, 1e-9), [1, 0, 0.5])
-    # Σu > n is clipped to n: centred 2 − 4/2 = 0 is raised to the floor 0.1
-    np.testing.assert_allclose(project_second_moments([2.0, 3.0, 2.0], 1, 0.1), [2, 2, 2.1])
+    # n < 1 raised to 1, Σu < −n/2 clipped to −n/2; Σu² keeps its centred part 0.5 − 0.25
+    np.testing.assert_allclose(project_second_moments([0.2, -0.8, 0.5], 1, 1e-9), [1, -0.5, 0.5])
+    # Σu > n/2 is clipped to n/2 = 1: centred 0.5 − 1/2 = 0 is raised to the floor 0.1
+    np.testing.assert_allclose(project_second_moments([2.0, 3.0, 0.5], 1, 0.1), [2, 1, 0.6])
     # two variables (a regression's x̃, ỹ): feasible exact statistics are kept
-    exact = second_moment_statistics(np.array([[0.5, 1.0], [0.25, 0.0], [1.0, 0.5]]))
+    exact = second_moment_statistics(np.array([[0.5, 1.0], [0.25, 0.0], [1.0, 0.5]]) - 0.5)
     np.testing.assert_allclose(project_second_moments(exact, 2, 1e-9), exact, rtol=1e-12)
 
 
@@ -831,12 +881,16 @@ def test_gaussian_noise_release_density_is_the_normal_convolution(public):
     import pymc as pm
     import pytensor.tensor as pt
 
-    from pymc_dp.families.normal import gaussian_release_log_likelihood, gaussian_second_moments
+    from pymc_dp.families.second_moments import (
+        gaussian_release_log_likelihood,
+        gaussian_second_moments,
+    )
 
-    m, s, sigma = 0.4, 0.15, 0.7
+    m, s, sigma = -0.1, 0.15, 0.7
     mean_t, cov_t = gaussian_second_moments(np.array([m]), np.array([[s**2]]), 1)
     mean_t, cov_t = mean_t.eval(), cov_t.eval()
-    released = np.array([[190.0, 82.0, 37.0]])
+    weights = np.array([0.5, 2.0, 3.0])  # the release is c ⊙ T + noise
+    released = np.array([[190.0, -41.0, 30.0]])
     with pm.Model() as model:
         loglik = gaussian_release_log_likelihood(
             "x",
@@ -844,6 +898,7 @@ def test_gaussian_noise_release_density_is_the_normal_convolution(public):
             pt.as_tensor(cov_t),
             pt.as_tensor(released if not public else released[:, 1:]),
             np.array([1, 2]) if public else np.array([0, 1, 2]),
+            weights,
             pt.as_tensor(sigma),
             pt.as_tensor(np.array([200.0])) if public else None,
             noise="gaussian",
@@ -858,15 +913,16 @@ def test_gaussian_noise_release_density_is_the_normal_convolution(public):
         logp = np.ravel(pm.logp(offset_rv, np.array([0.8])).eval())[0]
         assert logp == pytest.approx(stats.norm.logpdf(0.8))
         offset = 1.5
-        n = 190.0 + sigma * offset
+        n = (190.0 + sigma * offset) / weights[0]  # the count's release is c₀ n + noise
         [graph] = model.replace_rvs_by_values([loglik])
         density = model.compile_fn(graph, point_fn=False, inputs=model.value_vars)
         assert float(density(np.array([-280.0]))) == -np.inf  # n = 190 − 196 ≤ 0: no records
         value = float(
             model.compile_fn(graph, point_fn=False, inputs=model.value_vars)(np.array([offset]))
         )
-    cov = n * cov_t[1:, 1:] + sigma**2 * np.eye(2)
-    expected = stats.multivariate_normal(n * mean_t[1:], cov).logpdf(released[0, 1:])
+    c = weights[1:]
+    cov = np.outer(c, c) * n * cov_t[1:, 1:] + sigma**2 * np.eye(2)
+    expected = stats.multivariate_normal(c * n * mean_t[1:], cov).logpdf(released[0, 1:])
     assert value == pytest.approx(expected, rel=1e-9)
 
 

@@ -305,10 +305,17 @@ def test_bounded_l2_sensitivity_is_the_brute_force_maximum(case, neighbouring):
         groups = None
         if structure.grouped:
             groups = np.asarray([record[2] for record in dataset], dtype=np.int64)
-        return family.statistics(BoundedLink(structure, y, x, groups))[:, index]
+        weights = family.weights(structure, neighbouring)[index]  # the release is c ⊙ T
+        return family.statistics(BoundedLink(structure, y, x, groups))[:, index] * weights
 
     stated = family.l2_sensitivity(structure, neighbouring)
-    assert brute_force_l2(release_of, domain, neighbouring) == pytest.approx(stated, rel=1e-12)
+    found = brute_force_l2(release_of, domain, neighbouring)
+    if neighbouring == "replace-one" and family.name != "poisson":
+        # the second moments' triangle bound √Σ s_j²: no replaced record moves every
+        # entry by its range at once, so the bound holds but is not reached
+        assert 0.5 * stated < found <= stated * (1 + 1e-12)
+    else:
+        assert found == pytest.approx(stated, rel=1e-12)
     # the Gaussian's L2 never exceeds the Laplace's L1
     assert stated <= family.sensitivity(structure, neighbouring)
 

@@ -506,7 +506,7 @@ def test_defaults_are_opendp_laplace_replace_one():
 
 @pytest.mark.parametrize("neighbouring", ["add-remove-one", "replace-one"])
 def test_normal_release_releases_n_only_under_add_remove(neighbouring):
-    from pymc_dp.families.normal import project_second_moments
+    from pymc_dp.families.second_moments import project_second_moments
 
     normal = BOUNDED_FAMILIES["normal"]
     structure = BoundedStructure("x", normal, (0.0, 2.0), {})
@@ -520,18 +520,24 @@ def test_normal_release_releases_n_only_under_add_remove(neighbouring):
         backend="numpy",
         rng=np.random.default_rng(5),
     )
-    exact = np.array([3.0, 1.5, 1.25])  # (n, Σu, Σu²), u = x/2
-    if neighbouring == "add-remove-one":  # D = 3 entries released, Δ = 3
-        noisy = exact + laplace_draws(5, 3.0, 3)
-        full = noisy
+    exact = np.array([3.0, 0.0, 0.5])  # (n, Σu, Σu²), u = x/2 − ½ = (−½, 0, ½)
+    if neighbouring == "add-remove-one":  # all 3 released, weights share/range, Δ = 1
+        weights = np.array([0.05 / 1.0, 0.95 * 0.3 / 0.5, 0.95 * 0.7 / 0.25])
+        noisy = exact * weights + laplace_draws(5, 1.0, 3)
+        full = noisy / weights
         assert release.public_n is None
-    else:  # n public, Δ = D − 1 = 2
-        noisy = exact[1:] + laplace_draws(5, 2.0, 2)
-        full = np.concatenate([[3.0], noisy])
+    else:  # n public; weights (0.3, 2.8), Δ = (c₁ + c₂)²/(4c₂) = 3.1²/11.2
+        weights = np.array([1.0, 0.3, 2.8])
+        noisy = exact[1:] * weights[1:] + laplace_draws(5, 3.1**2 / 11.2, 2)
+        full = np.concatenate([[3.0], noisy / weights[1:]])
         np.testing.assert_array_equal(release.public_n, [3.0])
-    np.testing.assert_allclose(release.noisy, noisy[None, :], rtol=1e-15)
+    assert ledger.events[0].sensitivity == pytest.approx(
+        1.0 if neighbouring == "add-remove-one" else 3.1**2 / 11.2, rel=1e-12
+    )
+    np.testing.assert_allclose(release.noisy, noisy[None, :], rtol=1e-12)
+    floor = release.scale / weights[2]  # the noise scale of Σu²
     np.testing.assert_allclose(
-        release.table, project_second_moments(full, 1, floor=release.scale)[None, :], rtol=1e-12
+        release.table, project_second_moments(full, 1, floor=floor)[None, :], rtol=1e-12
     )
 
 

@@ -136,9 +136,12 @@ def test_regression_end_to_end_plugin():
             **FAST,
         )
     [event] = PrivacyLedger.from_datatree(idata).events
-    # z = (1, x0, x1, ỹ): D = 10 entries, n public: Δ₂ = √9 = 3 (Laplace's L1 would be 9)
-    assert event.mechanism == "gaussian" and event.sensitivity == pytest.approx(3.0)
-    assert event.noise_scale == gaussian_calibration(3.0, 5.0, 1e-6).scale
+    # z = (1, x0, x1, ỹ) centred: 9 weighted entries released, n public; each moves by at
+    # most its share of ε: Δ₂ = √Σ s_j² (Laplace's L1 would be 0.640)
+    shares = np.array([0.045, 0.045, 0.14, 0.13 / 3, 0.23, 0.13 / 3, 0.13 / 3, 0.23, 0.18])
+    l2 = float(np.sqrt(np.sum(shares**2)))
+    assert event.mechanism == "gaussian" and event.sensitivity == pytest.approx(l2, rel=1e-12)
+    assert event.noise_scale == gaussian_calibration(l2, 5.0, 1e-6).scale
     released = idata["released_statistics"]
     assert released["y"].shape == (1, 9)
     assert released["y"].attrs["noise"] == "gaussian" and "laplace_scale" not in released["y"].attrs
@@ -147,8 +150,9 @@ def test_regression_end_to_end_plugin():
 
 
 def test_noise_aware_private_model_has_no_noise_variances_and_the_exact_release_density():
-    """Normal family, Gaussian noise: the potential is MvNormal(n·E t, n·Cov t + σ²I) of the
-    released (Σu, Σu²) with u ~ N(m, s²) on the unit scale — written out here by hand."""
+    """Normal family, Gaussian noise: the potential is MvNormal(c ⊙ n·E t, (c cᵀ) ⊙ n·Cov t
+    + σ²I) of the released (c₁Σu, c₂Σu²) with u ~ N(m, s²) on the centred unit scale, c the
+    budget split's weights (0.3, 2.8) — written out here by hand."""
     x = np.clip(np.random.default_rng(1).normal(3.0, 1.5, 300), 0, 10)
     with pm.Model() as model:
         mu = pm.Normal("mu", 5, 5)
@@ -164,15 +168,18 @@ def test_noise_aware_private_model_has_no_noise_variances_and_the_exact_release_
         noise="gaussian",
         delta=1e-6,
     )
-    assert release.noise == "gaussian" and release.event.sensitivity == pytest.approx(math.sqrt(2))
+    # L2 of the weighted entries: √(0.3² + 0.7²) (each moves by at most its share)
+    assert release.noise == "gaussian"
+    assert release.event.sensitivity == pytest.approx(math.sqrt(0.3**2 + 0.7**2))
     private = build_private_model(model, [release], inference="noise-aware")
     assert {rv.name for rv in private.free_RVs} == {"mu", "sigma"}  # no x_noise_variance
     point = {"mu": 3.2, "sigma_log__": math.log(1.4)}
     [graph] = private.replace_rvs_by_values([private["x_released"]])
     potential = private.compile_fn(graph, inputs=private.value_vars)(point)
-    m, s, n, scale = 3.2 / 10, 1.4 / 10, x.size, release.scale
-    mean = n * np.array([m, m * m + s * s])
-    cov = n * np.array(
+    m, s, n, scale = 3.2 / 10 - 0.5, 1.4 / 10, x.size, release.scale
+    c = np.array([0.3, 2.8])
+    mean = c * n * np.array([m, m * m + s * s])
+    cov = np.outer(c, c) * n * np.array(
         [[s * s, 2 * m * s * s], [2 * m * s * s, 4 * m * m * s * s + 2 * s**4]]
     ) + scale**2 * np.eye(2)
     expected = stats.multivariate_normal(mean, cov).logpdf(release.noisy[0])

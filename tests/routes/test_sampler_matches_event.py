@@ -463,10 +463,11 @@ def test_poisson_noise_aware_likelihood_uses_the_events_laplace_scale(handed):
 
 def test_normal_noise_aware_likelihood_is_the_laplace_convolution_at_the_events_scale(handed):
     """Survivor (e), on the Normal family: the private model's density less the prior is the
-    release's density, the CLT law of the true statistics T = (Σu, Σu²), u = x/10, convolved
-    with Laplace noise at the event's b on each component,
-    p(r | μ, σ) = ∫ N(t; n·E t, n·Cov t) Π_j Laplace(r_j − t_j; b) dt (a fine grid in t), at
-    three means: its values and their differences (the noise scale changes both)."""
+    release's density, the CLT law of the true statistics T = (Σu, Σu²), u = x/10 − ½,
+    weighted by the budget split's c = (0.3, 2.8) and convolved with Laplace noise at the
+    event's b on each component, p(r | μ, σ) = ∫ N(t; n·E t, n·Cov t) Π_j Laplace(r_j −
+    c_j t_j; b) dt (a fine grid in t), at three means: its values and their differences (the
+    noise scale and the weights change both)."""
     x = np.clip(np.random.default_rng(0).normal(3.0, 1.5, 400), 0, 10)
     with pm.Model() as model:
         pm.Normal("mu", 5, 5)
@@ -486,9 +487,10 @@ def test_normal_noise_aware_likelihood_is_the_laplace_convolution_at_the_events_
         )
     [event] = ledger.events
     b, n, sd = float(event.noise_scale), x.size, 1.5 / 10
-    assert b == pytest.approx(2.0)  # Δ = 2 for (Σu, Σu²) under replace-one, ε = 1
+    assert b == pytest.approx(3.1**2 / 11.2)  # Δ = (c₁ + c₂)²/(4c₂) under replace-one, ε = 1
+    c = np.array([0.3, 2.8])
     private = handed[0].restored()
-    released = private["x_released_statistics"].get_value()[0]  # (Σu, Σu²) + noise
+    released = private["x_released_statistics"].get_value()[0]  # c ⊙ (Σu, Σu²) + noise
     assert np.all(np.isfinite(released))
     # the likelihood integrates the noise itself: nothing latent
     assert {v.name for v in private.value_vars} == {"mu", "sigma_log__"}
@@ -502,7 +504,7 @@ def test_normal_noise_aware_likelihood_is_the_laplace_convolution_at_the_events_
         return density(point) - prior(point)
 
     def release_density(mean):
-        m = mean / 10
+        m = mean / 10 - 0.5
         centre = n * np.array([m, m**2 + sd**2])
         cov = n * np.array([[sd**2, 2 * m * sd**2], [2 * m * sd**2, 4 * m**2 * sd**2 + 2 * sd**4]])
         spread = 12 * np.sqrt(np.diag(cov))
@@ -510,8 +512,8 @@ def test_normal_noise_aware_likelihood_is_the_laplace_convolution_at_the_events_
         t2 = np.linspace(centre[1] - spread[1], centre[1] + spread[1], 801)
         grid_t = np.stack(np.meshgrid(t1, t2, indexing="ij"), axis=-1)
         log_t = stats.multivariate_normal(centre, cov).logpdf(grid_t)
-        log_noise = stats.laplace.logpdf(released[0] - grid_t[..., 0], 0, b)
-        log_noise = log_noise + stats.laplace.logpdf(released[1] - grid_t[..., 1], 0, b)
+        log_noise = stats.laplace.logpdf(released[0] - c[0] * grid_t[..., 0], 0, b)
+        log_noise = log_noise + stats.laplace.logpdf(released[1] - c[1] * grid_t[..., 1], 0, b)
         cell = (t1[1] - t1[0]) * (t2[1] - t2[0])
         return logsumexp(log_t + log_noise) + np.log(cell)
 
