@@ -242,10 +242,14 @@ def released_statistics_dataset(
     ``<observed>_projected`` (what the sampler used), dims ``(<observed>_group, ...)``.
 
     A bounded family's components are labelled (``<observed>_statistic`` coordinates such as
-    "n", "sum(u)", "sum(u*u)"); they are on the unit scale of the declared bounds, which the
-    variables' attributes state (``data_bounds``). Every variable's attributes give the
-    release's ``noise`` ("laplace" or "gaussian") and ``noise_scale`` (Laplace b or Gaussian σ;
-    Laplace releases also keep ``laplace_scale``)."""
+    "n", "sum(u)", "sum(u*u)"); they are on the unit scale of the declared bounds (centred on
+    the midpoints for the Normal and regression), which the variables' attributes state
+    (``data_bounds``). The released values are the family's public weights times the
+    statistics, plus noise (``weights``, one per released component: the ε split of
+    :mod:`pymc_dp.families.second_moments`; all ones for Poisson), so the noise on statistic j
+    is ``noise_scale / weights[j]``; ``<observed>_projected`` is un-weighted. Every variable's
+    attributes give the release's ``noise`` ("laplace" or "gaussian") and ``noise_scale``
+    (Laplace b or Gaussian σ; Laplace releases also keep ``laplace_scale``)."""
     data_vars, coords = {}, {}
     for r in releases:
         group_dim = f"{r.observed}_group"
@@ -259,13 +263,16 @@ def released_statistics_dataset(
             coords[f"{r.observed}_statistic"] = names
             coords[f"{r.observed}_released_component"] = [names[i] for i in r.released_index]
             attrs["data_bounds"] = r.structure.describe_bounds()
+            family = r.structure.family
+            weights = family.weights(r.structure, r.neighbouring)[r.released_index]
+            attrs["weights"] = [float(w) for w in weights]
             if noise == "laplace":
                 attrs["laplace_scale"] = r.scale
         data_vars[r.observed] = ((group_dim, f"{r.observed}_released_component"), r.noisy, attrs)
         data_vars[f"{r.observed}_projected"] = (
             (group_dim, f"{r.observed}_statistic"),
             r.table,
-            attrs,
+            {key: value for key, value in attrs.items() if key != "weights"},  # un-weighted
         )
     return xr.Dataset(data_vars, coords=coords)
 

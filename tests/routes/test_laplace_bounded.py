@@ -111,6 +111,11 @@ def test_end_to_end_release_once_and_sample(family, inference):
     np.testing.assert_allclose(released[f"{observed}_projected"].to_numpy(), projected)
     assert released[f"{observed}_statistic"].values[0] == "n"
     assert released[observed].attrs["laplace_scale"] == event.noise_scale
+    # the released values are weights ⊙ statistics + noise; the projection is un-weighted
+    index = link.family.released_components(link.structure, "replace-one")
+    weights = link.family.weights(link.structure, "replace-one")[index]
+    np.testing.assert_array_equal(released[observed].attrs["weights"], weights)
+    assert "weights" not in released[f"{observed}_projected"].attrs
 
 
 # --- large ε: the non-private posterior ------------------------------------------------------
