@@ -379,6 +379,27 @@ def test_second_moment_sensitivities_of_the_weighted_centred_entries(q):
     assert second_moment_shares(q, "add-remove-one")[0] == pytest.approx(0.05)
 
 
+def test_stated_sensitivities_round_up_past_floating_point_and_fall_back_beyond_exact():
+    from fractions import Fraction
+
+    from pymc_dp.families.second_moments import EXACT_UP_TO, ROUND_UP
+
+    # q = 1: the closed form in exact rational arithmetic on the float weights
+    c1, c2 = (Fraction(float(c)) for c in second_moment_weights(1, "replace-one")[1:])
+    exact = (c1 + c2) ** 2 / (4 * c2)
+    assert Fraction(second_moment_sensitivity(1, "replace-one")) >= exact
+    # add-remove-one: Σ c_j Δ_j exactly, for every q
+    for q in range(1, 12):
+        weights = second_moment_weights(q, "add-remove-one")
+        ranges = entry_sensitivity(q, "add-remove-one")
+        total = sum(Fraction(float(w)) * Fraction(float(r)) for w, r in zip(weights, ranges))
+        assert Fraction(second_moment_sensitivity(q, "add-remove-one")) >= total
+    # beyond EXACT_UP_TO variables the triangle bound Σ c_j Δ_j = 1 (valid, not the maximum)
+    q = EXACT_UP_TO + 1
+    assert second_moment_sensitivity(q, "replace-one") == pytest.approx(ROUND_UP, rel=1e-12)
+    assert second_moment_sensitivity(EXACT_UP_TO, "replace-one") < 0.62
+
+
 def test_entry_ranges_of_centred_records():
     assert entry_kinds(2) == [
         "n",
