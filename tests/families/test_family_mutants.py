@@ -392,7 +392,9 @@ def test_stated_sensitivities_round_up_past_floating_point_and_fall_back_beyond_
     for q in range(1, 12):
         weights = second_moment_weights(q, "add-remove-one")
         ranges = entry_sensitivity(q, "add-remove-one")
-        total = sum(Fraction(float(w)) * Fraction(float(r)) for w, r in zip(weights, ranges))
+        total = sum(
+            Fraction(float(w)) * Fraction(float(r)) for w, r in zip(weights, ranges, strict=True)
+        )
         assert Fraction(second_moment_sensitivity(q, "add-remove-one")) >= total
     # beyond EXACT_UP_TO variables the triangle bound Σ c_j Δ_j = 1 (valid, not the maximum)
     q = EXACT_UP_TO + 1
