@@ -525,7 +525,7 @@ def gaussian_release_log_likelihood(
 class SecondMomentFamily(BoundedFamily):
     """A Gaussian likelihood read through the centred second moments of z = (1, w).
 
-    Subclasses say what the records are (:meth:`records`), how the parameters read on the
+    Subclasses say what the records are (``records``), how the parameters read on the
     unit scale (:meth:`unit_coefficients`) and what the law of the unit-scale records is
     (:meth:`unit_moments`); centring, the budget split and the readings live here.
     """
