@@ -194,11 +194,15 @@ BOUNDED_SOURCES = {
     ),
     "normal": (
         "Bernstein & Sheldon 2018 (NeurIPS), §3: Laplace mechanism on the sufficient statistics "
-        "(n, Σu, Σu²) of values rescaled to [0, 1] by their declared bounds"
+        "(n, Σu, Σu²) of values rescaled by their declared bounds and centred on the midpoint, "
+        "each weighted by its share of ε over its range; exact replace-one sensitivity of the "
+        "weighted vector (pymc_dp.families.second_moments.replace_one_maximiser)"
     ),
     "linear-regression": (
         "Bernstein & Sheldon 2019 (NeurIPS), §3: sufficient statistics perturbation of the upper "
-        "triangle of Σ z zᵀ, z = (1, x, y) rescaled to [0, 1] by the declared bounds"
+        "triangle of Σ z zᵀ, z = (1, x, y) rescaled by the declared bounds and centred on the "
+        "midpoints, each entry weighted by its share of ε over its range; exact replace-one "
+        "sensitivity of the weighted vector (pymc_dp.families.second_moments)"
     ),
 }
 """Paper, section and equation of each bounded family's release (for the ledger)."""
@@ -301,7 +305,9 @@ def release_bounded(
     Returns
     -------
     BoundedRelease
-        ``noisy`` (G, r) on the unit scale; ``table`` (G, D) projected.
+        ``noisy`` (G, r): the family's public weights times the statistics, plus noise
+        (:meth:`~pymc_dp.families.bounded.BoundedFamily.weights`); ``table`` (G, D) projected,
+        un-weighted.
 
     Raises
     ------
