@@ -40,6 +40,7 @@ from pymc_dp.analysis.bounded import (
     find_bounded_link,
     is_bounded_likelihood,
 )
+from pymc_dp.analysis.cells import find_cell_link, is_cell_likelihood
 from pymc_dp.analysis.graph import (
     CONJUGATE_LIKELIHOODS,
     LIKELIHOODS,
@@ -259,8 +260,10 @@ def analyse_model(
     clamp = _clamp_keys(clamp_to_bounds, data_bounds)
     bounded = {
         rv.name: find_bounded_link(model, rv, data_bounds, clamp)
-        for rv in model.observed_RVs
         if is_bounded_likelihood(rv)
+        else find_cell_link(model, rv)
+        for rv in model.observed_RVs
+        if is_bounded_likelihood(rv) or is_cell_likelihood(model, rv)
     }
     for rv in model.observed_RVs:
         if rv.name not in bounded:  # unsupported likelihoods are refused as such, first

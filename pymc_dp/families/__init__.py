@@ -16,6 +16,7 @@ Families with declared record bounds on the Laplace statistics
 from pymc_dp.families.base import ConjugateFamily, RecordDomain, group_sums
 from pymc_dp.families.beta import BetaBernoulli, BetaBinomial
 from pymc_dp.families.bounded import BoundedFamily, BoundedLink, BoundedStructure
+from pymc_dp.families.cells import CellCountsFamily
 from pymc_dp.families.dirichlet import DirichletCategorical, DirichletMultinomial
 from pymc_dp.families.normal import NormalFamily
 from pymc_dp.families.poisson import PoissonFamily
@@ -28,7 +29,13 @@ FAMILIES: dict[tuple[str, str], ConjugateFamily] = {
 """The supported (prior, likelihood) pairs."""
 
 BOUNDED_FAMILIES: dict[str, BoundedFamily] = {
-    family.name: family for family in (PoissonFamily(), NormalFamily(), LinearRegressionFamily())
+    family.name: family
+    for family in (
+        PoissonFamily(),
+        NormalFamily(),
+        LinearRegressionFamily(),
+        CellCountsFamily(),
+    )
 }
 """The families with declared record bounds, by name (as releases and the ledger spell it)."""
 
@@ -47,6 +54,7 @@ __all__ = [
     "BoundedFamily",
     "BoundedLink",
     "BoundedStructure",
+    "CellCountsFamily",
     "ConjugateFamily",
     "DirichletCategorical",
     "DirichletMultinomial",

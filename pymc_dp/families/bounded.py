@@ -95,6 +95,14 @@ class BoundedStructure:
     clamp : frozenset of str
         ``data_bounds`` keys (observed name, covariates key) whose records are clamped into
         their declared range instead of refused (``pymc_dp.sample(clamp_to_bounds=...)``).
+    likelihood : str
+        The cell-count family's likelihood (``"bernoulli"``, ``"binomial"``,
+        ``"categorical"``; "" for the other families).
+    n_categories : int
+        K: outcomes per record of a cell-count likelihood (2 for Bernoulli and Binomial).
+    label_sizes : tuple of int
+        G₁, G₂, …: the values each group-label array takes (cell-count likelihoods; their
+        product is ``n_groups``).
     """
 
     observed: str
@@ -107,6 +115,9 @@ class BoundedStructure:
     covariates: str | None = None
     covariate_bounds: tuple[np.ndarray, np.ndarray] | None = None
     clamp: frozenset[str] = field(default_factory=frozenset)
+    likelihood: str = ""
+    n_categories: int = 0
+    label_sizes: tuple[int, ...] = ()
 
     @property
     def n_covariates(self) -> int:

@@ -188,6 +188,10 @@ class ReleasedStatistics:
 
 
 BOUNDED_SOURCES = {
+    "cell-counts": (
+        "Laplace mechanism (Dwork et al. 2006) on the table of counts per cell of the group "
+        "labels and outcome; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. (16)-(17)"
+    ),
     "poisson": (
         "Laplace mechanism (Dwork et al. 2006) on per-group Poisson sums of counts in a declared "
         "range; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. (16)-(17)"

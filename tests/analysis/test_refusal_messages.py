@@ -76,7 +76,7 @@ def test_a_logistic_regression_is_refused_as_unsupported_with_the_supported_list
 def test_every_family_declares_one_pattern_and_the_table_lists_each_once():
     patterns = [f.pattern for f in (*FAMILIES.values(), *BOUNDED_FAMILIES.values())]
     assert list(LAPLACE_PATTERNS) == patterns
-    assert len(set(patterns)) == len(patterns) == 7
+    assert len(set(patterns)) == len(patterns) == 8
 
 
 def test_a_logistic_regression_is_refused_as_unsupported_by_the_tempered_mechanisms():

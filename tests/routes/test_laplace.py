@@ -12,6 +12,7 @@ import xarray as xr
 from scipy import stats
 
 import pymc_dp
+from pymc_dp.analysis import recognise
 from pymc_dp import (
     BudgetExceededError,
     InvalidPrivateDataError,
@@ -280,12 +281,13 @@ def test_prior_feeding_another_variable_is_refused():
             pymc_dp.sample(10, epsilon=1.0, **FAST)
 
 
-def test_logit_parameterised_bernoulli_is_refused():
-    with pm.Model():
+def test_logit_parameterised_bernoulli_is_read_per_cell():
+    """Once refused ("unsupported likelihood"): a logit link is read through the counts."""
+    with pm.Model() as model:
         a = pm.Normal("a")
         pm.Bernoulli("y", logit_p=a, observed=np.ones(5, int))
-        with pytest.raises(NonPrivateModelError, match=r"y: unsupported likelihood: a Bernoulli"):
-            pymc_dp.sample(10, epsilon=1.0, **FAST)
+    link = recognise(model, "laplace").blocks["y"]
+    assert link.structure.family.name == "cell-counts" and link.structure.n_groups == 1
 
 
 def test_per_record_trials_need_a_declared_bound():

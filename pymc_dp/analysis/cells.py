@@ -1,0 +1,357 @@
+"""Recognise likelihoods whose parameters read the records only through group labels.
+
+A likelihood's parameter is a *cell parameter* when, record by record, it is a function of
+group-level quantities picked by private label arrays — ``theta[g]``, ``a[g1] + b[g2]``,
+``invlogit(mu + tau * z[g])``, ``softmax(eta[g])``, ``u[g] @ gamma`` computed before the
+indexing — and of nothing else that varies by record. Then records with equal labels share
+their parameter, the likelihood factorises over *cells* (one per combination of the label
+values the graph distinguishes: G₁ × G₂ × … of them) and the per-cell sufficient statistics
+carry everything the data say about every parameter above them (hierarchies, non-centred
+parameterisations and link functions included: those are post-processing of the cells).
+
+:func:`cell_parameter` checks that shape on the graph alone (no record is read) and rewrites
+the parameter per cell: every label array is replaced by the public vector of its value in
+each cell, so the rewritten graph has one row per cell. What it accepts between the labels
+and the likelihood, exactly:
+
+* ``A[g]`` and ``A[g1, g2, …]`` — advanced indexing of the leading axes of a group-level
+  array ``A`` (one that reads no label and no record) by label arrays, the labels used as is;
+* elementwise operations (``+``, ``*``, ``exp``, ``sigmoid``, …) between record-level terms and
+  group-level terms that broadcast over the records (their leading axis has length 1 or they
+  have fewer dimensions);
+* ``ExpandDims``/transpositions that keep the record axis first, and ``softmax`` /
+  ``log_softmax`` over a trailing (category) axis.
+
+Anything else on the path from a label to the parameter (a sum over records, a per-record
+covariate, a reshape, a label computed in the graph) is refused, naming what was found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
+from pytensor.tensor.special import LogSoftmax, Softmax
+from pytensor.tensor.subtensor import AdvancedSubtensor
+
+from pymc_dp.analysis.bounded import BoundedFound
+from pymc_dp.analysis.graph import (
+    OBSERVED,
+    describe_graph,
+    deterministic_of,
+    distribution_name,
+    is_data,
+    likelihoods,
+    record_values,
+    require_as_is,
+    split_parameter,
+    strip_expand_dims,
+    variable_value,
+)
+from pymc_dp.distributions import TruncatedDirichletRV
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
+from pymc_dp.families.base import require_integers
+from pymc_dp.families.bounded import BoundedLink, BoundedStructure
+from pymc_dp.records import dask_records
+
+__all__ = [
+    "CELL_LIKELIHOODS",
+    "MAX_CELLS",
+    "CellParameter",
+    "cell_parameter",
+    "find_cell_link",
+    "is_cell_likelihood",
+]
+
+MAX_CELLS = 100_000
+"""Most cells a release may have (G₁ × G₂ × …): each is a row of released counts."""
+
+
+@value_free_repr
+@dataclass(frozen=True, eq=False)
+class CellParameter:
+    """A likelihood parameter rewritten per cell.
+
+    Attributes
+    ----------
+    graph : Variable
+        The parameter with one row per cell (C, …): the source model's graph with every
+        label array replaced by its public value in each cell.
+    labels : tuple of Variable
+        The label arrays (containers, used as is), in the order of ``sizes``. **Private.**
+    sizes : tuple of int
+        G_k: the number of values label array k takes (the length of the axis it indexes).
+    """
+
+    graph: Variable
+    labels: tuple[Variable, ...]
+    sizes: tuple[int, ...]
+
+    @property
+    def n_cells(self) -> int:
+        return int(np.prod(self.sizes, dtype=np.int64)) if self.sizes else 1
+
+
+class _NotCells(Exception):
+    """The graph is not a cell parameter; the message says what was found."""
+
+
+def cell_parameter(
+    param: Variable, model: pm.Model, observed: str, n_records: int
+) -> CellParameter:
+    """``param`` (record-level, leading axis the records) rewritten per cell, or a refusal.
+
+    Label arrays are the integer data vectors of length ``n_records`` (one label per record)
+    that index a group-level array; an integer vector of another length indexing an array
+    (a public map from counties to regions, say) is part of the group-level graph.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If something other than label indexing and elementwise algebra sits between a label
+        array and the parameter, a label is computed in the graph, or there are more than
+        :data:`MAX_CELLS` cells.
+    """
+    covariates = record_covariates(param, model, n_records)
+    if covariates:
+        raise NonPrivateModelError(
+            f"{observed}: its parameter reads per-record covariates "
+            f"({', '.join(c.name or 'a constant array' for c in covariates)}), not only group "
+            "labels: no per-cell statistics carry it. Nothing was released."
+        )
+    labels: dict[Variable, int] = {}
+    candidates = _label_candidates(param, model, n_records)
+    try:
+        record_level = _record_level(param, model, candidates, labels, {})
+    except _NotCells as refusal:
+        raise NonPrivateModelError(
+            f"{observed}: its parameter is not a function of group-level quantities picked by "
+            f"group labels ({refusal}); found {describe_graph(param)}. Nothing was released."
+        ) from None
+    if not record_level:  # one cell: the parameter is the same for every record
+        return CellParameter(param, (), ())
+    order = list(labels)
+    sizes = tuple(int(labels[label]) for label in order)
+    n_cells = int(np.prod(sizes, dtype=np.int64))
+    if n_cells > MAX_CELLS:
+        raise NonPrivateModelError(
+            f"{observed}: its group labels make {n_cells} cells ({' × '.join(map(str, sizes))}), "
+            f"more than {MAX_CELLS}: too many rows of counts to release. Nothing was released."
+        )
+    for label in order:
+        require_as_is(label, observed, "group labels")
+    coordinates = np.unravel_index(np.arange(n_cells), sizes)
+    replacements = {
+        label: pt.constant(coordinate.astype(label.dtype), name=f"{label.name or 'labels'}_cells")
+        for label, coordinate in zip(order, coordinates, strict=True)
+    }
+    graph = graph_replace(param, replacements, strict=False)
+    return CellParameter(graph, tuple(order), sizes)
+
+
+def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dict) -> bool:
+    """Whether ``var`` varies by record (through labels only); raises _NotCells otherwise.
+
+    ``labels`` collects label array → number of values (the shortest axis it indexes).
+    """
+    if var in seen:
+        return seen[var]
+    node = var.owner
+    if node is None or not _reads(var, candidates):
+        seen[var] = False
+        return False
+    op = node.op
+    if isinstance(op, AdvancedSubtensor):
+        base, *indices = node.inputs
+        if _reads(base, candidates):
+            raise _NotCells("a label picks from an array that itself varies by record")
+        if list(op.idx_list) != list(range(len(indices))):
+            raise _NotCells("labels index an axis other than the leading ones")
+        for axis, index in enumerate(indices):
+            if index not in candidates:
+                raise _NotCells("an index that is not an integer vector of group labels")
+            size = base.type.shape[axis]
+            if size is None:
+                size = int(base.shape[axis].eval())
+            labels[index] = min(labels.get(index, size), int(size))
+        seen[var] = True
+        return True
+    if isinstance(op, Elemwise):
+        parts = [_record_level(i, model, candidates, labels, seen) for i in node.inputs]
+        for inp, part in zip(node.inputs, parts, strict=True):
+            if not part and inp.ndim == var.ndim and inp.type.shape[0] != 1:
+                raise _NotCells("a term with a leading axis that is not broadcast over records")
+        seen[var] = any(parts)
+        return seen[var]
+    if _is_dot(op):
+        left, right = node.inputs
+        if var.ndim >= 1 and left.ndim == 2 and not _reads(right, candidates):
+            seen[var] = _record_level(left, model, candidates, labels, seen)
+            return seen[var]
+        raise _NotCells("a matrix product that mixes records")
+    if isinstance(op, DimShuffle):
+        order = tuple(op.new_order)
+        if order and order[0] == 0:
+            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen)
+            return seen[var]
+        raise _NotCells(f"a {op} that moves the record axis")
+    if isinstance(op, Softmax | LogSoftmax):
+        axis = op.axis
+        axes = (axis,) if isinstance(axis, int) else tuple(axis or ())
+        if var.ndim >= 2 and axes and all(a % var.ndim != 0 for a in axes):
+            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen)
+            return seen[var]
+        raise _NotCells("a softmax over the record axis")
+    raise _NotCells(f"{type(op).__name__} between the labels and the parameter")
+
+
+def _is_dot(op) -> bool:
+    return isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot))
+
+
+def _label_candidates(param: Variable, model, n_records: int) -> set:
+    """Integer data vectors of length ``n_records`` used as advanced indices under ``param``."""
+    found = set()
+    for a in ancestors([param]):
+        node = a.owner
+        if node is None or not isinstance(node.op, AdvancedSubtensor):
+            continue
+        for index in node.inputs[1:]:
+            if (
+                is_data(index, model)
+                and index.ndim == 1
+                and index.dtype.startswith(("int", "uint"))
+                and _length(index) == n_records
+            ):
+                found.add(index)
+    return found
+
+
+def record_covariates(param: Variable, model, n_records: int) -> list[Variable]:
+    """Data arrays under ``param`` with one row per record that are not group labels
+    (per-record covariates: the parameter varies by record through them, not by cell)."""
+    labels = _label_candidates(param, model, n_records)
+    found = []
+    for a in ancestors([param]):
+        if a.owner is not None or a in labels or getattr(a.type, "ndim", 0) == 0:
+            continue  # only leaves: data containers and constants
+        if not is_data(a, model):
+            continue
+        if _length(a) == n_records:
+            found.append(a)
+    return found
+
+
+def _length(vector: Variable) -> int:
+    size = vector.type.shape[0]
+    return int(size) if size is not None else int(vector.shape[0].eval())
+
+
+def _reads(var: Variable, candidates: set) -> bool:
+    """Whether ``var`` reads one of the label arrays ``candidates``."""
+    return bool(candidates) and any(a in candidates for a in ancestors([var]))
+
+
+# --- count likelihoods read per cell --------------------------------------------------------
+
+CELL_LIKELIHOODS = ("bernoulli", "binomial", "categorical")
+"""Likelihoods the cell-count family takes when their probability is not a conjugate prior."""
+_CELL_TABLE = likelihoods(CELL_LIKELIHOODS)
+_CONJUGATE_PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
+
+
+def is_cell_likelihood(model: pm.Model, rv: Variable) -> bool:
+    """True for an observed Bernoulli, Binomial or Categorical whose probability is not a
+    Beta/Dirichlet free variable (or one indexed by group labels): those go to the conjugate
+    families; the rest are read per cell (:func:`find_cell_link`) or refused there."""
+    if distribution_name(rv, _CELL_TABLE) is None:
+        return False
+    prob = rv.owner.op.dist_params(rv.owner)[-1]
+    n_records = _length(model.rvs_to_values[rv].reshape((-1,)))
+    if record_covariates(prob, model, n_records):
+        return False  # a GLM: refused by the conjugate recogniser as unsupported
+    try:
+        prior, _ = split_parameter(prob, model, rv.name)
+    except NonPrivateModelError:
+        return True
+    if prior in model.free_RVs and distribution_name(prior, _CONJUGATE_PRIORS) is not None:
+        return False
+    if prior.owner is not None and isinstance(prior.owner.op, TruncatedDirichletRV):
+        return False  # refused by the conjugate recogniser, with its reason
+    return deterministic_of(prior, model) is None or not _wraps_conjugate(prior, model)
+
+
+def _wraps_conjugate(variable: Variable, model: pm.Model) -> bool:
+    """A Deterministic that only renames a Beta/Dirichlet free variable (the conjugate
+    recogniser asks to remove it)."""
+    inner = variable.owner.inputs[0] if variable.owner is not None else None
+    return inner in model.free_RVs and distribution_name(inner, _CONJUGATE_PRIORS) is not None
+
+
+def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
+    """The cell-count link of one Bernoulli/Binomial/Categorical likelihood, or a refusal.
+
+    Raises
+    ------
+    NonPrivateModelError
+        For per-record or random trials, records in a Dask collection, records or labels
+        computed in the graph, or a probability that is not a cell parameter
+        (:func:`cell_parameter`).
+    """
+    from pymc_dp.families import BOUNDED_FAMILIES
+
+    name = rv.name
+    likelihood = distribution_name(rv, _CELL_TABLE)
+    params = rv.owner.op.dist_params(rv.owner)
+    values = model.rvs_to_values[rv]
+    container = require_as_is(values, name, OBSERVED)
+    if dask_records(container) is not None:
+        raise NonPrivateModelError(
+            f"{name}: records in a Dask collection are not supported for a probability read "
+            "per cell; give the records in memory. Nothing was released."
+        )
+    data = record_values(values, name, OBSERVED).reshape(-1)
+    trials = 1
+    if likelihood == "binomial":
+        trials_var = params[0]
+        value = variable_value(trials_var) if is_data(trials_var, model) else None
+        if value is None or np.size(value) != 1:
+            raise NonPrivateModelError(
+                f"{name}: a Binomial whose probability is read per cell needs one public "
+                "number of trials (a constant), not per-record or random trials. Nothing was "
+                "released."
+            )
+        trials = int(require_integers(np.asarray(value).reshape(()), name, "trials"))
+    prob = strip_expand_dims(params[-1])
+    if likelihood == "categorical":
+        n_categories = prob.type.shape[-1]
+        n_categories = int(n_categories if n_categories is not None else prob.shape[-1].eval())
+    else:
+        n_categories = 2
+    cells = cell_parameter(prob, model, name, data.size)
+    labels = None
+    if cells.labels:
+        labels = np.column_stack(
+            [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
+        )
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["cell-counts"],
+        bounds=(0.0, float(trials)),
+        parameters={"probability": cells.graph},
+        n_groups=cells.n_cells,
+        grouped=cells.n_cells > 1,
+        likelihood=likelihood,
+        n_categories=n_categories,
+        label_sizes=cells.sizes,
+    )
+    link = BoundedLink(structure, data, groups=labels)
+    return BoundedFound(link, tuple(cells.labels), ())

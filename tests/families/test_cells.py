@@ -1,0 +1,323 @@
+"""Count likelihoods with any link over group labels (pymc_dp.families.cells).
+
+Recognition on the graph, the per-cell table, its sensitivity against every neighbouring pair
+of a small domain, the Poisson device's likelihood against the multinomial in closed form,
+refusals before any charge, and (integration) a private varying-intercept logistic model
+against its non-private fit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+
+import pymc_dp
+from pymc_dp import InvalidPrivateDataError, NonPrivateModelError, PrivacyLedger
+from pymc_dp.analysis import recognise
+from pymc_dp.analysis.cells import MAX_CELLS
+from pymc_dp.families.bounded import BoundedLink
+from pymc_dp.mechanisms.statistics import release_bounded
+
+RNG = np.random.default_rng(7)
+N = 60
+G1 = RNG.integers(0, 3, N)
+G2 = RNG.integers(0, 2, N)
+OUTCOME = RNG.integers(0, 2, N)
+
+
+def _link(build):
+    with pm.Model() as model:
+        build()
+    public = ["u"] if "u" in model.named_vars else []  # group-level predictors: declared public
+    return recognise(model, "laplace", public=public).blocks["y"]
+
+
+def _varying_intercept():
+    g = pm.Data("g", G1)
+    mu, tau = pm.Normal("mu"), pm.HalfNormal("tau")
+    z = pm.Normal("z", shape=3)
+    pm.Bernoulli("y", logit_p=mu + tau * z[g], observed=OUTCOME)
+
+
+def _two_factors():
+    g, h = pm.Data("g", G1), pm.Data("h", G2)
+    a, b = pm.Normal("a", shape=3), pm.Normal("b", shape=2)
+    pm.Bernoulli("y", logit_p=a[g] + b[h], observed=OUTCOME)
+
+
+def _group_predictors():
+    g = pm.Data("g", G1)
+    u = pm.Data("u", np.array([[0.0, 1.0], [1.0, 0.5], [2.0, -1.0]]))  # public, per group
+    gamma, z = pm.Normal("gamma", shape=2), pm.Normal("z", shape=3)
+    pm.Bernoulli("y", logit_p=z[g] + u[g] @ gamma, observed=OUTCOME)
+
+
+def _categorical():
+    g = pm.Data("g", G1)
+    eta = pm.Normal("eta", shape=(3, 3))
+    pm.Categorical("y", p=pm.math.softmax(eta[g], axis=-1), observed=RNG.integers(0, 3, N))
+
+
+def _binomial():
+    g = pm.Data("g", G1)
+    z = pm.Normal("z", shape=3)
+    pm.Binomial("y", n=4, logit_p=z[g], observed=RNG.integers(0, 5, N))
+
+
+@pytest.mark.parametrize(
+    ("build", "cells", "sizes", "categories"),
+    [
+        (_varying_intercept, 3, (3,), 2),
+        (_two_factors, 6, (3, 2), 2),
+        (_group_predictors, 3, (3,), 2),
+        (_categorical, 3, (3,), 3),
+        (_binomial, 3, (3,), 2),
+    ],
+    ids=["varying-intercept", "two-factors", "group-predictors", "categorical", "binomial"],
+)
+def test_graphs_read_through_labels_are_recognised_per_cell(build, cells, sizes, categories):
+    link = _link(build)
+    structure = link.structure
+    assert structure.family.name == "cell-counts"
+    assert (structure.n_groups, structure.label_sizes) == (cells, sizes)
+    assert structure.n_categories == categories
+    # the per-cell parameter has one row per cell and reads no record, no label
+    graph = structure.parameters["probability"]
+    inputs = {v.name for v in pytensor.graph.traversal.graph_inputs([graph]) if v.name}
+    assert not inputs & {"g", "h", "y"}
+
+
+def test_the_cell_parameter_is_the_record_parameter_of_every_record_in_the_cell():
+    """The rewrite is exact: evaluated at a point, cell c's probability equals the model's
+    probability of each record whose labels fall in c."""
+    with pm.Model() as model:
+        _two_factors()
+    structure = recognise(model, "laplace").blocks["y"].structure
+    point = {"a": np.array([0.3, -1.0, 2.0]), "b": np.array([0.5, -0.25])}
+    a, b = model["a"], model["b"]
+    cell_p = pytensor.function([a, b], structure.parameters["probability"])(*point.values())
+    rv = model["y"]
+    record_p = pytensor.function([a, b], rv.owner.op.dist_params(rv.owner)[-1])(*point.values())
+    cells = np.ravel_multi_index((G1, G2), (3, 2))
+    np.testing.assert_allclose(cell_p.reshape(-1)[cells], record_p.reshape(-1), rtol=1e-12)
+
+
+def test_statistics_are_the_counts_per_cell_and_outcome():
+    link = _link(_two_factors)
+    table = link.statistics()
+    cells = np.ravel_multi_index((G1, G2), (3, 2))
+    expected = np.zeros((6, 2))
+    np.add.at(expected, (cells, OUTCOME), 1.0)
+    np.testing.assert_array_equal(table, expected)
+    assert table.sum() == N
+
+
+def _brute_force(structure, n_records, outcomes, neighbouring):
+    """Largest L1 and L2 change of the table over neighbouring data sets of a small domain."""
+    family = structure.family
+    sizes = structure.label_sizes
+    domain = [(y, *labels) for y in outcomes for labels in itertools.product(*map(range, sizes))]
+
+    def table(records):
+        y = np.array([r[0] for r in records])
+        labels = np.array([r[1:] for r in records])
+        return family.statistics(BoundedLink(structure, y, groups=labels))
+
+    l1 = l2 = 0.0
+    for base in itertools.combinations_with_replacement(domain, n_records):
+        t0 = table(list(base))
+        if neighbouring == "replace-one":
+            for i, record in itertools.product(range(n_records), domain):
+                moved = list(base)
+                moved[i] = record
+                diff = (table(moved) - t0).ravel()
+                l1, l2 = max(l1, np.abs(diff).sum()), max(l2, np.sqrt((diff**2).sum()))
+        else:
+            for record in domain:
+                diff = (table([*base, record]) - t0).ravel()
+                l1, l2 = max(l1, np.abs(diff).sum()), max(l2, np.sqrt((diff**2).sum()))
+    return l1, l2
+
+
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove-one"])
+@pytest.mark.parametrize(
+    ("build", "outcomes"),
+    [(_two_factors, range(2)), (_categorical, range(3)), (_binomial, range(5))],
+    ids=["bernoulli", "categorical", "binomial"],
+)
+def test_stated_sensitivity_is_the_largest_change_over_neighbours(build, outcomes, neighbouring):
+    structure = _link(build).structure
+    l1, l2 = _brute_force(structure, 2, outcomes, neighbouring)
+    family = structure.family
+    assert family.sensitivity(structure, neighbouring) == pytest.approx(l1, rel=1e-12)
+    assert family.l2_sensitivity(structure, neighbouring) == pytest.approx(l2, rel=1e-12)
+
+
+def test_the_poisson_device_gives_the_multinomial_likelihood_of_the_probabilities():
+    """With almost no noise, the noise-aware density of one cell's release, integrated over
+    the cell size's flat prior, is ∝ p^s (1 − p)^f: the Bernoulli likelihood (Baker 1994)."""
+    with pm.Model() as model:
+        _varying_intercept()
+    structure = recognise(model, "laplace").blocks["y"].structure
+    family = structure.family
+    failures, successes = 23.0, 12.0
+    released = pt.as_tensor(np.array([[failures, successes]] * 3))
+    p = pt.dvector("p")
+    with pm.Model() as private:
+        loglik = family.noise_aware_log_likelihood(
+            {"probability": p}, released, pt.as_tensor(1e-3), None, structure, "replace-one"
+        )
+    log_ratio = private["y_cell_log_size"]
+    f = pytensor.function([p, log_ratio], loglik)
+    grid = np.linspace(-6.0, 3.0, 4001)  # log μ − log 35
+    step = grid[1] - grid[0]
+    values = []
+    for q in (0.2, 0.35, 0.5, 0.7):
+        dens = [f(np.full(3, q), np.full(3, x)) / 3.0 for x in grid]
+        values.append(np.log(np.sum(np.exp(np.array(dens) - 50.0)) * step) + 50.0)
+    expected = [successes * math.log(q) + failures * math.log1p(-q) for q in (0.2, 0.35, 0.5, 0.7)]
+    np.testing.assert_allclose(np.diff(values), np.diff(expected), atol=1e-6)
+
+
+def test_the_release_is_charged_with_the_stated_sensitivity_and_the_sampler_reads_its_scale():
+    with pm.Model() as model:
+        _varying_intercept()
+    link = recognise(model, "laplace").blocks["y"]
+    ledger = PrivacyLedger()
+    release = release_bounded(
+        link, 0.5, ledger=ledger, backend="numpy", rng=np.random.default_rng(0)
+    )
+    event = ledger.events[-1]
+    assert (event.sensitivity, event.epsilon, event.noise_scale) == (2.0, 0.5, 4.0)
+    assert release.noisy.shape == (3, 2) and release.public_n is None
+    private = pymc_dp.build_private_model(model, [release], inference="noise-aware")
+    assert float(private["y_noise_scale"].get_value()) == 4.0
+    np.testing.assert_array_equal(private["y_released_statistics"].get_value(), release.noisy)
+
+
+# --- refusals: before any noise, nothing charged ---------------------------------------------
+
+
+def _refused(build, error, match):
+    ledger = PrivacyLedger()
+    with pm.Model():
+        build()
+        with pytest.raises(error, match=match):
+            pymc_dp.sample(10, epsilon=1.0, ledger=ledger, chains=1, tune=5, progressbar=False)
+    assert len(ledger) == 0
+
+
+def test_labels_out_of_range_are_counted_never_shown():
+    def build():
+        g = pm.Data("g", np.where(np.arange(N) < 4, 7, G1))
+        z = pm.Normal("z", shape=3)
+        pm.Bernoulli("y", logit_p=z[g], observed=OUTCOME)
+
+    _refused(build, InvalidPrivateDataError, r"y: 4 group labels outside the declared domain")
+
+
+def test_outcomes_outside_the_domain_are_refused():
+    def build():
+        g = pm.Data("g", G1)
+        z = pm.Normal("z", shape=3)
+        pm.Bernoulli("y", logit_p=z[g], observed=np.where(np.arange(N) < 2, 2, OUTCOME))
+
+    _refused(build, InvalidPrivateDataError, r"y: 2 values outside")
+
+
+@pytest.mark.parametrize(
+    ("form", "match"),
+    [
+        ("covariate", "unsupported likelihood"),
+        ("computed-labels", "group labels"),
+        ("record-sum", "not a function of group-level quantities"),
+    ],
+)
+def test_other_graphs_are_refused_naming_what_was_found(form, match):
+    def build():
+        g = pm.Data("g", G1)
+        x = pm.Data("x", RNG.normal(size=N))
+        z = pm.Normal("z", shape=3)
+        if form == "covariate":
+            logit = z[g] + x  # a per-record covariate: a GLM, not cells
+        elif form == "computed-labels":
+            logit = z[g + 0]
+        else:
+            logit = z[g] - pt.sum(z[g])
+        pm.Bernoulli("y", logit_p=logit, observed=OUTCOME)
+
+    _refused(build, NonPrivateModelError, match)
+
+
+def test_too_many_cells_are_refused():
+    def build():
+        g = pm.Data("g", G1)
+        big = pm.Normal("big", shape=MAX_CELLS + 1)
+        pm.Bernoulli("y", logit_p=big[g], observed=OUTCOME)
+
+    _refused(build, NonPrivateModelError, f"more than {MAX_CELLS}")
+
+
+def test_binomial_with_per_record_trials_is_refused():
+    def build():
+        g = pm.Data("g", G1)
+        z = pm.Normal("z", shape=3)
+        pm.Binomial("y", n=np.full(N, 3), logit_p=z[g], observed=RNG.integers(0, 4, N))
+
+    _refused(build, NonPrivateModelError, "one public number of trials")
+
+
+# --- end to end ---------------------------------------------------------------------------------
+
+
+@pytest.mark.integration
+def test_varying_intercept_logistic_private_posterior_is_near_the_non_private_one():
+    """n = 4,000 records in 8 groups, ε = 1: per-group log-odds within 0.15 of the
+    non-private posterior means, sds within 25% of theirs, and a ledger of one event."""
+    rng = np.random.default_rng(1)
+    groups, n = 8, 4000
+    g = rng.integers(0, groups, n)
+    z_true = rng.normal(size=groups)
+    y = rng.binomial(1, stats.logistic.cdf(-0.5 + 0.8 * z_true)[g])
+
+    def model():
+        with pm.Model() as m:
+            labels = pm.Data("g", g)
+            mu, tau = pm.Normal("mu", 0, 1.5), pm.HalfNormal("tau", 1)
+            z = pm.Normal("z", shape=groups)
+            pm.Bernoulli("y", logit_p=mu + tau * z[labels], observed=y)
+        return m
+
+    options = dict(draws=500, tune=500, chains=2, random_seed=1, progressbar=False)
+    with model():
+        private = pymc_dp.sample(epsilon=1.0, **options)
+    with model():
+        exact = pm.sample(nuts_sampler="pymc", **options)
+
+    def log_odds(idata):
+        post = idata["posterior"]
+        theta = post["mu"] + post["tau"] * post["z"]
+        return theta.mean(("chain", "draw")).values, theta.std(("chain", "draw")).values
+
+    (m_dp, s_dp), (m_np, s_np) = log_odds(private), log_odds(exact)
+    np.testing.assert_allclose(m_dp, m_np, atol=0.15)
+    np.testing.assert_allclose(s_dp / s_np, 1.0, atol=0.25)
+    ledger = pymc_dp.PrivacyLedger.from_datatree(private)
+    assert [e.mechanism for e in ledger.events] == ["laplace"] and ledger.epsilon == 1.0
+    assert "observed_data" not in private.children
+    assert int(private["sample_stats"]["diverging"].sum()) == 0
+
+
+def test_group_level_predictors_are_private_until_declared_public():
+    with pm.Model() as model:
+        _group_predictors()
+    with pytest.raises(NonPrivateModelError, match=r"'y' reads pm.Data 'u' \(shape \(3, 2\)\)"):
+        recognise(model, "laplace")
+    assert recognise(model, "laplace", public=["u"]).blocks["y"].structure.n_groups == 3
