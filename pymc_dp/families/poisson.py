@@ -205,16 +205,18 @@ def poisson_gaussian_log_marginal(
     The release of a Gaussian-noised sum (:mod:`pymc_dp.mechanisms.gaussian`), σ = ``scale``.
     Both factors are log-concave, so the product's mass lies between the Poisson mode and r
     (shrunk towards each by the other's precision); the sum runs over whole k ≥ 0 from
-    min(⌊r⌋, ⌊mean⌋) − H to max(⌊r⌋, ⌊mean⌋) + H, H = ⌈8σ⌉ + 10 + ⌈12·√mean⌉ (the larger
-    factor's spread), the gap |r − mean| capped at 20·H (far from the posterior, where only
+    min(⌊r⌋, ⌊mean⌋) − H to max(⌊r⌋, ⌊mean⌋) + H, H = min(⌈8σ⌉ + 10, ⌈12·√mean⌉ + 12)
+    (the product of two log-concave factors is no wider than the narrower; the larger of
+    the two, used before, made a far-off proposal of the mean allocate a window of millions
+    of terms), the gap |r − mean| capped at 20·H (far from the posterior, where only
     the direction of the gradient matters), as :func:`poisson_laplace_log_marginal`. With a
     public record count, k ≤ ``max_total``. No gradient flows through the window.
     """
     fixed_mean, fixed_released = pt.maximum(zero_grad(mean), 0.0), zero_grad(released)
-    half = (
-        pt.cast(pt.ceil(GAUSSIAN_WINDOW_SCALES * scale), "int64")
-        + pt.cast(pt.ceil(12.0 * pt.sqrt(pt.max(fixed_mean))), "int64")
-        + 10
+    # the product of the two log-concave factors is no wider than the narrower one
+    half = pt.minimum(
+        pt.cast(pt.ceil(GAUSSIAN_WINDOW_SCALES * scale), "int64") + 10,
+        pt.cast(pt.ceil(12.0 * pt.sqrt(pt.max(fixed_mean))), "int64") + 12,
     )
     mode = pt.cast(pt.floor(fixed_mean), "int64")
     centre = pt.cast(pt.floor(fixed_released), "int64")

@@ -410,6 +410,10 @@ def test_poisson_gaussian_marginal_matches_enumeration():
         for r_i, m_i in zip(r, m, strict=True)
     ]
     np.testing.assert_allclose(function(r, m, sigma), expected, rtol=1e-9)
+    # a far-off proposal of the mean (a latent cell size early in tuning) gets a window of
+    # the narrower factor's width, not 12·√mean terms (10⁷ here: it once ran out of memory)
+    far = function(np.array([5.0]), np.array([1e12]), 2.0)
+    assert far.shape == (1,) and np.isfinite(far[0]) and far[0] < -1e11
 
 
 @pytest.mark.integration
