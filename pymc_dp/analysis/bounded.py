@@ -49,6 +49,7 @@ from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
 from pytensor.tensor.math import Dot
 
+from pymc_dp.analysis.cells import cell_parameter, record_covariates, record_length
 from pymc_dp.analysis.graph import (
     OBSERVED,
     describe_graph,
@@ -65,16 +66,22 @@ from pymc_dp.analysis.graph import (
     variable_value,
     wrapped_parameter,
 )
+from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families import BOUNDED_FAMILIES, LAPLACE_PATTERNS
+from pymc_dp.families.base import require_integers
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure, declared_bounds
+from pymc_dp.records import dask_records
 
 __all__ = [
     "BOUNDED_LIKELIHOODS",
+    "CELL_LIKELIHOODS",
     "BoundedFound",
     "bounded_data_bounds_keys",
     "find_bounded_link",
+    "find_cell_link",
     "is_bounded_likelihood",
+    "is_cell_likelihood",
 ]
 
 BOUNDED_LIKELIHOODS = ("poisson", "normal")
@@ -188,14 +195,20 @@ def _bounds(data_bounds, key: str, observed: str, what: str, width: int | None =
 
 
 def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
-    rate, index = split_parameter(mu, model, name)
+    try:
+        rate, index = split_parameter(mu, model, name)
+    except NonPrivateModelError:  # lam[g1, g2], …: read per cell below
+        rate, index = strip_expand_dims(mu), None
     if index is None and rate.ndim != 0:
+        n_records = record_length(model.rvs_to_values[model[name]].reshape((-1,)))
+        if not record_covariates(rate, model, n_records) and deterministic_of(rate, model) is None:
+            return _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records)
         deterministic = deterministic_of(rate, model)
         if deterministic is not None:
             raise wrapped_parameter(name, "rate", deterministic)
         found = (
-            "a Poisson with a per-record rate (neither one scalar nor lam[group]): "
-            f"{describe_graph(rate)}"
+            "a Poisson with a per-record rate (neither one scalar nor a graph of group-level "
+            f"rates picked by group labels): {describe_graph(rate)}"
         )
         raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
     if index is not None and rate.ndim != 1:
@@ -229,6 +242,45 @@ def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
         clamp=frozenset(k for k in clamp if k == name),
     )
     return BoundedFound(BoundedLink(structure, data, groups=groups), (), (name,))
+
+
+def _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records) -> BoundedFound:
+    """A Poisson whose rate is any graph of group-level rates picked by group labels
+    (``exp(a[g1] + b[g2])``, ``lam[g1, g2]``, …): the per-cell (n_c, Σy_c/c) of
+    :class:`~pymc_dp.families.poisson.PoissonFamily`, one row per cell
+    (:func:`~pymc_dp.analysis.cells.cell_parameter`)."""
+    container = require_as_is(values, name, OBSERVED)
+    if dask_records(container) is not None:
+        raise NonPrivateModelError(
+            f"{name}: records in a Dask collection are not supported for a rate read per "
+            "cell of several labels or through a link; give the records in memory. Nothing "
+            "was released."
+        )
+    cells = cell_parameter(rate, model, name, n_records)
+    low, high = _bounds(data_bounds, name, name, "counts")
+    if low < 0 or low != int(low) or high != int(high):
+        raise ValueError(
+            f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
+            f"{data_bounds[name]!r}"
+        )
+    data = record_values(values, name, OBSERVED).reshape(-1)
+    labels = None
+    if cells.labels:
+        labels = np.column_stack(
+            [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
+        )
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["poisson"],
+        bounds=(low, high),
+        parameters={"rate": cells.graph},
+        n_groups=cells.n_cells,
+        grouped=cells.n_cells > 1,
+        clamp=frozenset(k for k in clamp if k == name),
+        label_sizes=cells.sizes,
+    )
+    link = BoundedLink(structure, data, groups=labels)
+    return BoundedFound(link, tuple(cells.labels), (name,))
 
 
 def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
@@ -368,3 +420,98 @@ def _refuse_parameters_reading_records(
                 "covariates or group labels); a parameter computed from the data is a release "
                 "the mechanism cannot account for. Nothing was released."
             )
+
+
+# --- count likelihoods read per cell --------------------------------------------------------
+
+CELL_LIKELIHOODS = ("bernoulli", "binomial", "categorical")
+"""Likelihoods the cell-count family takes when their probability is not a conjugate prior."""
+_CELL_TABLE = likelihoods(CELL_LIKELIHOODS)
+_CONJUGATE_PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
+
+
+def is_cell_likelihood(model: pm.Model, rv: Variable) -> bool:
+    """True for an observed Bernoulli, Binomial or Categorical whose probability is not a
+    Beta/Dirichlet free variable (or one indexed by group labels): those go to the conjugate
+    families; the rest are read per cell (:func:`find_cell_link`) or refused there."""
+    if distribution_name(rv, _CELL_TABLE) is None:
+        return False
+    prob = rv.owner.op.dist_params(rv.owner)[-1]
+    n_records = record_length(model.rvs_to_values[rv].reshape((-1,)))
+    if record_covariates(prob, model, n_records):
+        return False  # a GLM: refused by the conjugate recogniser as unsupported
+    try:
+        prior, _ = split_parameter(prob, model, rv.name)
+    except NonPrivateModelError:
+        return True
+    if prior in model.free_RVs and distribution_name(prior, _CONJUGATE_PRIORS) is not None:
+        return False
+    if prior.owner is not None and isinstance(prior.owner.op, TruncatedDirichletRV):
+        return False  # refused by the conjugate recogniser, with its reason
+    return deterministic_of(prior, model) is None or not _wraps_conjugate(prior, model)
+
+
+def _wraps_conjugate(variable: Variable, model: pm.Model) -> bool:
+    """A Deterministic that only renames a Beta/Dirichlet free variable (the conjugate
+    recogniser asks to remove it)."""
+    inner = variable.owner.inputs[0] if variable.owner is not None else None
+    return inner in model.free_RVs and distribution_name(inner, _CONJUGATE_PRIORS) is not None
+
+
+def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
+    """The cell-count link of one Bernoulli/Binomial/Categorical likelihood, or a refusal.
+
+    Raises
+    ------
+    NonPrivateModelError
+        For per-record or random trials, records in a Dask collection, records or labels
+        computed in the graph, or a probability that is not a cell parameter
+        (:func:`cell_parameter`).
+    """
+    name = rv.name
+    likelihood = distribution_name(rv, _CELL_TABLE)
+    params = rv.owner.op.dist_params(rv.owner)
+    values = model.rvs_to_values[rv]
+    container = require_as_is(values, name, OBSERVED)
+    if dask_records(container) is not None:
+        raise NonPrivateModelError(
+            f"{name}: records in a Dask collection are not supported for a probability read "
+            "per cell; give the records in memory. Nothing was released."
+        )
+    data = record_values(values, name, OBSERVED).reshape(-1)
+    trials = 1
+    if likelihood == "binomial":
+        trials_var = params[0]
+        value = variable_value(trials_var) if is_data(trials_var, model) else None
+        if value is None or np.size(value) != 1:
+            raise NonPrivateModelError(
+                f"{name}: a Binomial whose probability is read per cell needs one public "
+                "number of trials (a constant), not per-record or random trials. Nothing was "
+                "released."
+            )
+        trials = int(require_integers(np.asarray(value).reshape(()), name, "trials"))
+    prob = strip_expand_dims(params[-1])
+    if likelihood == "categorical":
+        n_categories = prob.type.shape[-1]
+        n_categories = int(n_categories if n_categories is not None else prob.shape[-1].eval())
+    else:
+        n_categories = 2
+    cells = cell_parameter(prob, model, name, data.size)
+    labels = None
+    if cells.labels:
+        labels = np.column_stack(
+            [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
+        )
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["cell-counts"],
+        bounds=(0.0, float(trials)),
+        parameters={"probability": cells.graph},
+        n_groups=cells.n_cells,
+        grouped=cells.n_cells > 1,
+        likelihood=likelihood,
+        n_categories=n_categories,
+        label_sizes=cells.sizes,
+    )
+    link = BoundedLink(structure, data, groups=labels)
+    return BoundedFound(link, tuple(cells.labels), ())

@@ -42,34 +42,14 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-from pymc_dp.analysis.bounded import BoundedFound
 from pymc_dp.analysis.graph import (
-    OBSERVED,
     describe_graph,
-    deterministic_of,
-    distribution_name,
     is_data,
-    likelihoods,
-    record_values,
     require_as_is,
-    split_parameter,
-    strip_expand_dims,
-    variable_value,
 )
-from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import NonPrivateModelError, value_free_repr
-from pymc_dp.families.base import require_integers
-from pymc_dp.families.bounded import BoundedLink, BoundedStructure
-from pymc_dp.records import dask_records
 
-__all__ = [
-    "CELL_LIKELIHOODS",
-    "MAX_CELLS",
-    "CellParameter",
-    "cell_parameter",
-    "find_cell_link",
-    "is_cell_likelihood",
-]
+__all__ = ["MAX_CELLS", "CellParameter", "cell_parameter", "record_covariates"]
 
 MAX_CELLS = 100_000
 """Most cells a release may have (G₁ × G₂ × …): each is a row of released counts."""
@@ -250,6 +230,11 @@ def record_covariates(param: Variable, model, n_records: int) -> list[Variable]:
     return found
 
 
+def record_length(variable: Variable) -> int:
+    """The length of ``variable``'s leading axis (static, or evaluated from public shapes)."""
+    return _length(variable)
+
+
 def _length(vector: Variable) -> int:
     size = vector.type.shape[0]
     return int(size) if size is not None else int(vector.shape[0].eval())
@@ -258,100 +243,3 @@ def _length(vector: Variable) -> int:
 def _reads(var: Variable, candidates: set) -> bool:
     """Whether ``var`` reads one of the label arrays ``candidates``."""
     return bool(candidates) and any(a in candidates for a in ancestors([var]))
-
-
-# --- count likelihoods read per cell --------------------------------------------------------
-
-CELL_LIKELIHOODS = ("bernoulli", "binomial", "categorical")
-"""Likelihoods the cell-count family takes when their probability is not a conjugate prior."""
-_CELL_TABLE = likelihoods(CELL_LIKELIHOODS)
-_CONJUGATE_PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
-
-
-def is_cell_likelihood(model: pm.Model, rv: Variable) -> bool:
-    """True for an observed Bernoulli, Binomial or Categorical whose probability is not a
-    Beta/Dirichlet free variable (or one indexed by group labels): those go to the conjugate
-    families; the rest are read per cell (:func:`find_cell_link`) or refused there."""
-    if distribution_name(rv, _CELL_TABLE) is None:
-        return False
-    prob = rv.owner.op.dist_params(rv.owner)[-1]
-    n_records = _length(model.rvs_to_values[rv].reshape((-1,)))
-    if record_covariates(prob, model, n_records):
-        return False  # a GLM: refused by the conjugate recogniser as unsupported
-    try:
-        prior, _ = split_parameter(prob, model, rv.name)
-    except NonPrivateModelError:
-        return True
-    if prior in model.free_RVs and distribution_name(prior, _CONJUGATE_PRIORS) is not None:
-        return False
-    if prior.owner is not None and isinstance(prior.owner.op, TruncatedDirichletRV):
-        return False  # refused by the conjugate recogniser, with its reason
-    return deterministic_of(prior, model) is None or not _wraps_conjugate(prior, model)
-
-
-def _wraps_conjugate(variable: Variable, model: pm.Model) -> bool:
-    """A Deterministic that only renames a Beta/Dirichlet free variable (the conjugate
-    recogniser asks to remove it)."""
-    inner = variable.owner.inputs[0] if variable.owner is not None else None
-    return inner in model.free_RVs and distribution_name(inner, _CONJUGATE_PRIORS) is not None
-
-
-def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
-    """The cell-count link of one Bernoulli/Binomial/Categorical likelihood, or a refusal.
-
-    Raises
-    ------
-    NonPrivateModelError
-        For per-record or random trials, records in a Dask collection, records or labels
-        computed in the graph, or a probability that is not a cell parameter
-        (:func:`cell_parameter`).
-    """
-    from pymc_dp.families import BOUNDED_FAMILIES
-
-    name = rv.name
-    likelihood = distribution_name(rv, _CELL_TABLE)
-    params = rv.owner.op.dist_params(rv.owner)
-    values = model.rvs_to_values[rv]
-    container = require_as_is(values, name, OBSERVED)
-    if dask_records(container) is not None:
-        raise NonPrivateModelError(
-            f"{name}: records in a Dask collection are not supported for a probability read "
-            "per cell; give the records in memory. Nothing was released."
-        )
-    data = record_values(values, name, OBSERVED).reshape(-1)
-    trials = 1
-    if likelihood == "binomial":
-        trials_var = params[0]
-        value = variable_value(trials_var) if is_data(trials_var, model) else None
-        if value is None or np.size(value) != 1:
-            raise NonPrivateModelError(
-                f"{name}: a Binomial whose probability is read per cell needs one public "
-                "number of trials (a constant), not per-record or random trials. Nothing was "
-                "released."
-            )
-        trials = int(require_integers(np.asarray(value).reshape(()), name, "trials"))
-    prob = strip_expand_dims(params[-1])
-    if likelihood == "categorical":
-        n_categories = prob.type.shape[-1]
-        n_categories = int(n_categories if n_categories is not None else prob.shape[-1].eval())
-    else:
-        n_categories = 2
-    cells = cell_parameter(prob, model, name, data.size)
-    labels = None
-    if cells.labels:
-        labels = np.column_stack(
-            [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
-        )
-    structure = BoundedStructure(
-        observed=name,
-        family=BOUNDED_FAMILIES["cell-counts"],
-        bounds=(0.0, float(trials)),
-        parameters={"probability": cells.graph},
-        n_groups=cells.n_cells,
-        grouped=cells.n_cells > 1,
-        likelihood=likelihood,
-        n_categories=n_categories,
-        label_sizes=cells.sizes,
-    )
-    link = BoundedLink(structure, data, groups=labels)
-    return BoundedFound(link, tuple(cells.labels), ())

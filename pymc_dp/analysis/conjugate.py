@@ -38,9 +38,10 @@ from pytensor.graph.basic import Variable
 from pymc_dp.analysis.bounded import (
     bounded_data_bounds_keys,
     find_bounded_link,
+    find_cell_link,
     is_bounded_likelihood,
+    is_cell_likelihood,
 )
-from pymc_dp.analysis.cells import find_cell_link, is_cell_likelihood
 from pymc_dp.analysis.graph import (
     CONJUGATE_LIKELIHOODS,
     LIKELIHOODS,

@@ -53,6 +53,7 @@ __all__ = [
     "BoundedFamily",
     "BoundedLink",
     "BoundedStructure",
+    "cell_index",
     "check_bounded_values",
     "check_group_labels",
     "declared_bounds",
@@ -394,6 +395,14 @@ def check_group_labels(link: BoundedLink) -> np.ndarray | None:
     structure = link.structure
     if link.groups is None:
         return None
+    if structure.label_sizes:  # several label arrays (or one through a link): one per cell
+        labels = np.asarray(link.groups)
+        n_records = np.asarray(link.data).size
+        if labels.shape[0] != n_records:
+            raise InvalidPrivateDataError(
+                f"{link.observed}: {labels.shape[0]} group labels for {n_records} records"
+            )
+        return cell_index(labels, structure.label_sizes, link.observed)
     groups = require_integers(np.asarray(link.groups).reshape(-1), link.observed, "group labels")
     reject_out_of_range(groups, 0, structure.n_groups - 1, link.observed, "group labels")
     n_records = np.asarray(link.data).size
@@ -402,6 +411,26 @@ def check_group_labels(link: BoundedLink) -> np.ndarray | None:
             f"{link.observed}: {groups.size} group labels for {n_records} records"
         )
     return groups
+
+
+def cell_index(labels: np.ndarray, sizes: tuple[int, ...], observed: str) -> np.ndarray:
+    """The cell of every record from its labels (n, k), each checked in 0..G_k − 1 before
+    they are combined (an out-of-range label never aliases into another cell). Private.
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        Naming the variable and how many labels are bad (never the labels).
+    """
+    labels = np.asarray(labels)
+    if labels.ndim == 1:
+        labels = labels[:, None]
+    columns = []
+    for j, size in enumerate(sizes):
+        column = require_integers(labels[:, j], observed, "group labels")
+        reject_out_of_range(column, 0, size - 1, observed, "group labels")
+        columns.append(column)
+    return np.ravel_multi_index(tuple(columns), sizes)
 
 
 def to_unit_interval(values: np.ndarray, low, high) -> np.ndarray:

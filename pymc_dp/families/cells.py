@@ -42,29 +42,10 @@ from pytensor.graph.basic import Variable
 
 from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.families.base import group_sums, reject_out_of_range, require_integers
-from pymc_dp.families.bounded import BoundedFamily, BoundedLink, BoundedStructure
+from pymc_dp.families.bounded import BoundedFamily, BoundedLink, BoundedStructure, cell_index
 from pymc_dp.families.poisson import poisson_gaussian_log_marginal, poisson_laplace_log_marginal
 
-__all__ = ["CellCountsFamily", "cell_index"]
-
-
-def cell_index(labels: np.ndarray, sizes: tuple[int, ...], observed: str) -> np.ndarray:
-    """The cell of every record from its labels (n, k), each checked in 0..G_k − 1. Private.
-
-    Raises
-    ------
-    InvalidPrivateDataError
-        Naming the variable and how many labels are bad (never the labels).
-    """
-    labels = np.asarray(labels)
-    if labels.ndim == 1:
-        labels = labels[:, None]
-    columns = []
-    for j, size in enumerate(sizes):
-        column = require_integers(labels[:, j], observed, "group labels")
-        reject_out_of_range(column, 0, size - 1, observed, "group labels")
-        columns.append(column)
-    return np.ravel_multi_index(tuple(columns), sizes)
+__all__ = ["CellCountsFamily"]
 
 
 class CellCountsFamily(BoundedFamily):

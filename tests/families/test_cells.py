@@ -321,3 +321,93 @@ def test_group_level_predictors_are_private_until_declared_public():
     with pytest.raises(NonPrivateModelError, match=r"'y' reads pm.Data 'u' \(shape \(3, 2\)\)"):
         recognise(model, "laplace")
     assert recognise(model, "laplace", public=["u"]).blocks["y"].structure.n_groups == 3
+
+
+# --- Poisson rates read per cell ----------------------------------------------------------------
+
+COUNTS = RNG.integers(0, 6, N)
+
+
+def _poisson_two_factors():
+    g, h = pm.Data("g", G1), pm.Data("h", G2)
+    a, b = pm.Normal("a", shape=3), pm.Normal("b", shape=2)
+    pm.Poisson("y", mu=pm.math.exp(a[g] + b[h]), observed=COUNTS)
+
+
+def _poisson_link(build=_poisson_two_factors, neighbouring="replace-one"):
+    with pm.Model() as model:
+        build()
+    return recognise(model, "laplace", data_bounds={"y": (0, 5)}, neighbouring=neighbouring).blocks[
+        "y"
+    ]
+
+
+def test_a_log_linear_poisson_rate_is_read_per_cell():
+    link = _poisson_link()
+    structure = link.structure
+    assert structure.family.name == "poisson"
+    assert (structure.n_groups, structure.label_sizes, structure.grouped) == (6, (3, 2), True)
+    cells = np.ravel_multi_index((G1, G2), (3, 2))
+    expected = np.zeros((6, 2))
+    np.add.at(expected, cells, np.column_stack([np.ones(N), COUNTS / 5.0]))
+    np.testing.assert_allclose(link.statistics(), expected)
+    point = {"a": np.array([0.3, -1.0, 2.0]), "b": np.array([0.5, -0.25])}
+    with pm.Model() as model:
+        _poisson_two_factors()
+    structure = recognise(model, "laplace", data_bounds={"y": (0, 5)}).blocks["y"].structure
+    rates = pytensor.function([model["a"], model["b"]], structure.parameters["rate"])
+    np.testing.assert_allclose(
+        rates(*point.values()), np.exp(point["a"][:, None] + point["b"][None, :]).ravel()
+    )
+
+
+@pytest.mark.parametrize("neighbouring", ["replace-one", "add-remove-one"])
+def test_poisson_cells_sensitivity_is_the_largest_change_over_neighbours(neighbouring):
+    structure = _poisson_link(neighbouring=neighbouring).structure
+    family = structure.family
+    sizes = structure.label_sizes
+    domain = [(y, *labels) for y in (0, 5) for labels in itertools.product(*map(range, sizes))]
+
+    def table(records):
+        y = np.array([r[0] for r in records])
+        labels = np.array([r[1:] for r in records])
+        full = family.statistics(BoundedLink(structure, y, groups=labels))
+        return full[:, family.released_components(structure, neighbouring)]
+
+    worst = 0.0
+    for base in itertools.combinations_with_replacement(domain, 2):
+        t0 = table(list(base))
+        if neighbouring == "replace-one":
+            moves = [[*base[:i], record, *base[i + 1 :]] for i in range(2) for record in domain]
+        else:
+            moves = [[*base, record] for record in domain]
+        for moved in moves:
+            worst = max(worst, np.abs(table(moved) - t0).sum())
+    assert family.sensitivity(structure, neighbouring) == pytest.approx(worst)
+
+
+def test_a_label_out_of_range_for_its_own_array_is_refused_even_if_its_cell_exists():
+    """g = 3 with G₁ = 3 would be cell 3·2 + h < 6 for h = 0 if labels were combined first."""
+
+    def build():
+        g = pm.Data("g", np.where(np.arange(N) == 0, 1, G1))
+        h = pm.Data("h", np.where(np.arange(N) == 0, 2, G2))  # 1·2 + 2 = 4: a valid cell
+        a, b = pm.Normal("a", shape=3), pm.Normal("b", shape=2)
+        pm.Poisson("y", mu=pm.math.exp(a[g] + b[h]), observed=COUNTS)
+
+    ledger = PrivacyLedger()
+    with pm.Model():
+        build()
+        with pytest.raises(InvalidPrivateDataError, match=r"y: 1 group labels outside"):
+            pymc_dp.sample(10, epsilon=1.0, data_bounds={"y": (0, 5)}, ledger=ledger)
+    assert len(ledger) == 0
+
+
+def test_a_poisson_rate_with_a_per_record_covariate_is_still_refused():
+    with pm.Model() as model:
+        g = pm.Data("g", G1)
+        x = pm.Data("x", RNG.normal(size=N))
+        a, beta = pm.Normal("a", shape=3), pm.Normal("beta")
+        pm.Poisson("y", mu=pm.math.exp(a[g] + beta * x), observed=COUNTS)
+    with pytest.raises(NonPrivateModelError, match="unsupported likelihood: a Poisson"):
+        recognise(model, "laplace", data_bounds={"y": (0, 5)})
