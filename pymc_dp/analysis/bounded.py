@@ -76,6 +76,7 @@ from pymc_dp.records import dask_records
 __all__ = [
     "BOUNDED_LIKELIHOODS",
     "CELL_LIKELIHOODS",
+    "MAX_CELL_TRIALS",
     "BoundedFound",
     "bounded_data_bounds_keys",
     "find_bounded_link",
@@ -424,6 +425,8 @@ def _refuse_parameters_reading_records(
 
 # --- count likelihoods read per cell --------------------------------------------------------
 
+MAX_CELL_TRIALS = 10_000
+"""Most trials per record of a Binomial read per cell (public; checked before any release)."""
 CELL_LIKELIHOODS = ("bernoulli", "binomial", "categorical")
 """Likelihoods the cell-count family takes when their probability is not a conjugate prior."""
 _CELL_TABLE = likelihoods(CELL_LIKELIHOODS)
@@ -490,13 +493,22 @@ def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
                 "released."
             )
         trials = int(require_integers(np.asarray(value).reshape(()), name, "trials"))
+        if not 1 <= trials <= MAX_CELL_TRIALS:
+            raise NonPrivateModelError(
+                f"{name}: a Binomial read per cell needs between 1 and {MAX_CELL_TRIALS:,} "
+                f"trials per record (it has {trials}): the noise grows with the trials, and "
+                "the noise-aware likelihood sums over that many counts per entry. Nothing was "
+                "released."
+            )
     prob = strip_expand_dims(params[-1])
     if likelihood == "categorical":
         n_categories = prob.type.shape[-1]
         n_categories = int(n_categories if n_categories is not None else prob.shape[-1].eval())
     else:
         n_categories = 2
-    cells = cell_parameter(prob, model, name, data.size)
+    cells = cell_parameter(
+        prob, model, name, data.size, event_ndim=1 if likelihood == "categorical" else 0
+    )
     labels = None
     if cells.labels:
         labels = np.column_stack(

@@ -34,7 +34,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
-from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.blockwise import Blockwise
 from pytensor.tensor.elemwise import DimShuffle, Elemwise
@@ -85,13 +84,15 @@ class _NotCells(Exception):
 
 
 def cell_parameter(
-    param: Variable, model: pm.Model, observed: str, n_records: int
+    param: Variable, model: pm.Model, observed: str, n_records: int, event_ndim: int = 0
 ) -> CellParameter:
     """``param`` (record-level, leading axis the records) rewritten per cell, or a refusal.
 
     Label arrays are the integer data vectors of length ``n_records`` (one label per record)
     that index a group-level array; an integer vector of another length indexing an array
-    (a public map from counties to regions, say) is part of the group-level graph.
+    (a public map from counties to regions, say) is part of the group-level graph, and must
+    be a container or constant used as is. ``event_ndim`` is the number of dimensions of one
+    record's parameter (0: a probability or a rate; 1: a Categorical's K probabilities).
 
     Raises
     ------
@@ -109,6 +110,14 @@ def cell_parameter(
         )
     labels: dict[Variable, int] = {}
     candidates = _label_candidates(param, model, n_records)
+    for node in _index_nodes(param):
+        for index in node.inputs[1:]:
+            if index not in candidates and index.owner is not None and is_data(index, model):
+                raise NonPrivateModelError(
+                    f"{observed}: its parameter indexes an array by an index computed from data "
+                    f"arrays ({describe_graph(index)}); group labels and group-level maps must "
+                    "be the containers themselves, used as is. Nothing was released."
+                )
     try:
         record_level = _record_level(param, model, candidates, labels, {})
     except _NotCells as refusal:
@@ -116,7 +125,13 @@ def cell_parameter(
             f"{observed}: its parameter is not a function of group-level quantities picked by "
             f"group labels ({refusal}); found {describe_graph(param)}. Nothing was released."
         ) from None
-    if not record_level:  # one cell: the parameter is the same for every record
+    if not record_level:  # one cell: the parameter must be the same for every record
+        if param.ndim > event_ndim and _length(param) != 1:
+            raise NonPrivateModelError(
+                f"{observed}: its parameter varies by record ({_length(param)} values) but "
+                "reads no group labels: no per-cell statistics carry it (a parameter per "
+                "record, or per-record covariates). Nothing was released."
+            )
         return CellParameter(param, (), ())
     order = list(labels)
     sizes = tuple(int(labels[label]) for label in order)
@@ -133,8 +148,25 @@ def cell_parameter(
         label: pt.constant(coordinate.astype(label.dtype), name=f"{label.name or 'labels'}_cells")
         for label, coordinate in zip(order, coordinates, strict=True)
     }
-    graph = graph_replace(param, replacements, strict=False)
+    graph = _rebuild(param, replacements, {})
     return CellParameter(graph, tuple(order), sizes)
+
+
+def _rebuild(var: Variable, replacements: dict, memo: dict) -> Variable:
+    """``var`` with ``replacements`` made: only the nodes that read them are rebuilt (by their
+    ops, so shapes follow the per-cell labels), every other variable — the model's random
+    variables above all — is kept as is."""
+    if var in replacements:
+        return replacements[var]
+    if var in memo:
+        return memo[var]
+    node = var.owner
+    if node is None or not any(a in replacements for a in ancestors([var])):
+        return var
+    inputs = [_rebuild(i, replacements, memo) for i in node.inputs]
+    rebuilt = node.op.make_node(*inputs).outputs[node.outputs.index(var)]
+    memo[var] = rebuilt
+    return rebuilt
 
 
 def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dict) -> bool:
@@ -182,6 +214,8 @@ def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dic
         if order and order[0] == 0:
             seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen)
             return seen[var]
+        if order and order[0] == "x" and _reads(node.inputs[0], candidates):
+            raise _NotCells("a reduction over the records (a sum or a mean across them)")
         raise _NotCells(f"a {op} that moves the record axis")
     if isinstance(op, Softmax | LogSoftmax):
         axis = op.axis
@@ -195,6 +229,15 @@ def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dic
 
 def _is_dot(op) -> bool:
     return isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot))
+
+
+def _index_nodes(param: Variable) -> list:
+    """Every advanced-indexing node under ``param``."""
+    return [
+        a.owner
+        for a in ancestors([param])
+        if a.owner is not None and isinstance(a.owner.op, AdvancedSubtensor)
+    ]
 
 
 def _label_candidates(param: Variable, model, n_records: int) -> set:

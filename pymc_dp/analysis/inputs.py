@@ -382,11 +382,17 @@ def claimed_reads(model: pm.Model, rv: Variable) -> set[Variable]:
     single number is a calibration parameter: it must be public or a design constant).
     """
     sources = [model.rvs_to_values[rv]]
+    n_records = _leading(sources[0])
     params = rv.owner.op.dist_params(rv.owner)
     for param in params:
         param = strip_expand_dims(param)
         if param.owner is not None and isinstance(param.owner.op, AdvancedSubtensor):
-            sources += param.owner.inputs[1:]
+            # group labels: one per record (an index of another length is not a label); the
+            # length of records in a Dask collection is not known here (their recognisers
+            # take only containers used as is, and refuse Dask records read per cell)
+            sources += [
+                i for i in param.owner.inputs[1:] if not n_records or _leading(i) == n_records
+            ]
     has_trials = distribution_name(rv, likelihoods(TRIALS_LIKELIHOODS)) is not None
     if has_trials and is_data(params[0], model) and _size(params[0]) > 1:
         sources.append(params[0])
@@ -462,6 +468,19 @@ def _one_number(value) -> bool:
     """True when the array holds a single number (possibly repeated)."""
     flat = np.asarray(value).reshape(-1)
     return flat.size <= 1 or bool(np.all(flat == flat[0]))
+
+
+def _leading(variable: Variable) -> int | None:
+    """Length of a data graph's first axis (None for a scalar or a graph of random
+    variables)."""
+    if variable.type.ndim == 0:
+        return None
+    if variable.type.shape[0] is not None:
+        return int(variable.type.shape[0])
+    try:
+        return int(np.shape(variable_value(variable))[0])
+    except Exception:  # not a data graph: no length to compare
+        return None
 
 
 def _size(variable: Variable) -> int:

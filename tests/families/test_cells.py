@@ -411,3 +411,87 @@ def test_a_poisson_rate_with_a_per_record_covariate_is_still_refused():
         pm.Poisson("y", mu=pm.math.exp(a[g] + beta * x), observed=COUNTS)
     with pytest.raises(NonPrivateModelError, match="unsupported likelihood: a Poisson"):
         recognise(model, "laplace", data_bounds={"y": (0, 5)})
+
+
+# --- the adversarial review's findings (each refused before any charge, or now accepted) -------
+
+
+def _charged_nothing(build, match):
+    ledger = PrivacyLedger(budget=10)
+    with pm.Model():
+        build()
+        with pytest.raises(NonPrivateModelError, match=match):
+            pymc_dp.sample(20, epsilon=1.0, ledger=ledger, chains=1, tune=20, progressbar=False)
+    assert len(ledger) == 0
+
+
+def test_an_index_computed_from_a_private_array_is_refused():
+    """Was accepted as one cell: P[sum(records)] put the exact sum into the posterior."""
+
+    def build():
+        copy = OUTCOME.reshape(1, -1).copy()
+        index = pt.as_tensor(copy).sum().astype("int64")[None]
+        z = pm.Normal("z", shape=N + 1)
+        pm.Bernoulli("y", p=pm.math.invlogit(z)[index], observed=OUTCOME)
+
+    _charged_nothing(build, "an index computed from data arrays")
+
+
+@pytest.mark.parametrize("form", ["per-record-effect", "per-record-probability"])
+def test_a_parameter_per_record_without_labels_is_refused(form):
+    """Was charged, then failed in the sampler (a reshape of 60 values into one cell)."""
+
+    def build():
+        if form == "per-record-effect":
+            logit = pm.Normal("mu") + pm.Normal("e", shape=N)
+            pm.Bernoulli("y", logit_p=logit, observed=OUTCOME)
+        else:
+            pm.Bernoulli("y", p=pm.Uniform("p", 0, 1, shape=N), observed=OUTCOME)
+
+    _charged_nothing(build, r"varies by record \(60 values\) but reads no group labels")
+
+
+def test_a_private_index_that_is_not_a_label_is_refused_as_a_private_read():
+    """Was charged, then failed building the private model."""
+
+    def build():
+        s = pm.Data("s", np.array([1]))
+        z = pm.Normal("z", shape=2)
+        pm.Bernoulli("y", p=pm.math.invlogit(z)[s], observed=OUTCOME)
+
+    _charged_nothing(build, r"'y' reads pm.Data 's' \(shape \(1,\)\)")
+
+
+@pytest.mark.parametrize("trials", [0, 10**12])
+def test_binomial_trials_outside_the_supported_range_are_refused(trials):
+    """10¹² trials was charged, then ran out of memory; 0 named no variable."""
+
+    def build():
+        g = pm.Data("g", G1)
+        z = pm.Normal("z", shape=3)
+        pm.Binomial("y", n=trials, logit_p=z[g], observed=np.zeros(N, int))
+
+    _charged_nothing(build, r"y: a Binomial read per cell needs between 1 and 10,000 trials")
+
+
+@pytest.mark.parametrize("n_groups", [3, N], ids=["3-groups", "as-many-groups-as-records"])
+def test_numpy_labels_are_read_like_data_containers(n_groups):
+    """Raised a TypeError from PyTensor (a constant's static shape is the records')."""
+    labels = np.arange(N) % n_groups
+    with pm.Model() as model:
+        z = pm.Normal("z", shape=n_groups)
+        pm.Bernoulli("y", logit_p=z[labels], observed=OUTCOME)
+    link = recognise(model, "laplace").blocks["y"]
+    expected = np.zeros((n_groups, 2))
+    np.add.at(expected, (labels, OUTCOME), 1.0)
+    np.testing.assert_array_equal(link.statistics(), expected)
+    assert link.structure.parameters["probability"].type.shape == (n_groups,)
+
+
+def test_a_reduction_over_records_is_named():
+    def build():
+        g = pm.Data("g", G1)
+        a = pm.Normal("a", shape=3)
+        pm.Bernoulli("y", logit_p=a[g] - a[g].mean(), observed=OUTCOME)
+
+    _charged_nothing(build, r"a reduction over the records")
