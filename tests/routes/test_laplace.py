@@ -12,7 +12,6 @@ import xarray as xr
 from scipy import stats
 
 import pymc_dp
-from pymc_dp.analysis import recognise
 from pymc_dp import (
     BudgetExceededError,
     InvalidPrivateDataError,
@@ -20,6 +19,7 @@ from pymc_dp import (
     PrivacyLedger,
     PrivateConjugateGibbs,
 )
+from pymc_dp.analysis import recognise
 from pymc_dp.conjugacy import analyse_model
 from pymc_dp.reference import exact_conjugate_posterior
 from pymc_dp.release import release_sufficient_statistics, sufficient_statistics
