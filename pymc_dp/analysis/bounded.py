@@ -469,7 +469,7 @@ def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
     NonPrivateModelError
         For per-record or random trials, records in a Dask collection, records or labels
         computed in the graph, or a probability that is not a cell parameter
-        (:func:`cell_parameter`).
+        (:func:`~pymc_dp.analysis.cells.cell_parameter`).
     """
     name = rv.name
     likelihood = distribution_name(rv, _CELL_TABLE)
