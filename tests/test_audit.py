@@ -792,3 +792,82 @@ def test_negative_control_bounded_regression_with_a_third_of_the_sensitivity_is_
     predicted = _predicted_bound(p0, p1, 15_000)  # 1.66
     assert result.epsilon_lower_bound > 1.3 * EPSILON
     assert result.epsilon_lower_bound == pytest.approx(predicted, abs=0.3)
+
+
+# --- cell counts (pymc_dp.families.cells): a record that changes its label and its outcome ----
+
+
+def _cells_link():
+    import pymc as pm
+
+    from pymc_dp.analysis import recognise
+
+    labels = np.array([0, 0, 1, 1, 2, 2, 0, 1])
+    outcome = np.array([0, 1, 0, 1, 0, 1, 1, 0])
+    with pm.Model() as model:
+        g = pm.Data("g", labels)
+        z = pm.Normal("z", shape=3)
+        pm.Bernoulli("y", logit_p=z[g], observed=outcome)
+    structure = recognise(model, "laplace").blocks["y"].structure
+    # worst case under replace-one: the last record moves from (cell 2, y = 1) to (cell 0,
+    # y = 0): entry (2, 1) loses 1 and entry (0, 0) gains 1, L1 = 2, the whole stated Δ₁
+    d0 = (np.append(outcome, 1), np.append(labels, 2))
+    d1 = (np.append(outcome, 0), np.append(labels, 0))
+    return structure, d0, d1
+
+
+def _cells_table(structure, data):
+    from pymc_dp.families.bounded import BoundedLink
+
+    y, g = data
+    return structure.family.statistics(BoundedLink(structure, y, groups=g[:, None])).ravel()
+
+
+def _cells_mechanism(structure):
+    from pymc_dp.families.bounded import BoundedLink
+    from pymc_dp.mechanisms.statistics import release_bounded
+
+    def mechanism(data, rng):
+        y, g = data
+        out = release_bounded(
+            BoundedLink(structure, y, groups=g[:, None]),
+            EPSILON,
+            ledger=PrivacyLedger(),
+            backend="numpy",
+            rng=rng,
+        )
+        assert out.event.sensitivity == structure.family.sensitivity(structure, "replace-one")
+        return out.noisy.ravel()
+
+    return mechanism
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("broken", [False, True], ids=["stated", "half-sensitivity"])
+def test_end_to_end_audit_cell_counts_release(broken):
+    """The record's move changes the (3, 2) table by the whole stated Δ₁ = 2 in L1; the audit
+    stays below ε with the stated sensitivity and catches noise calibrated to Δ₁/2 (2ε-DP)."""
+    structure, d0, d1 = _cells_link()
+    if broken:  # BROKEN on purpose: the family declares half its sensitivity
+        structure = _miscalibrated(structure, 1.0)
+    exact_0, exact_1 = _cells_table(structure, d0), _cells_table(structure, d1)
+    assert np.abs(exact_1 - exact_0).sum() == 2.0
+    event, probabilities = _pair_event(exact_0, exact_1)
+    datasets = {0: d0, 1: d1}
+    mechanism = _cells_mechanism(structure)
+    result = audit_mechanism(
+        lambda d, rng: mechanism(datasets[d], rng),
+        0,
+        1,
+        event,
+        15_000,
+        np.random.default_rng(2030 + broken),
+        ALPHA,
+    )
+    p0, p1 = probabilities(structure.family.sensitivity(structure, "replace-one") / EPSILON)
+    assert result.frequency_0 == pytest.approx(p0, abs=0.02)
+    assert result.frequency_1 == pytest.approx(p1, abs=0.02)
+    if broken:
+        assert result.epsilon_lower_bound > EPSILON  # predicted 2ε-DP: caught
+    else:
+        assert 0.75 * EPSILON < result.epsilon_lower_bound <= EPSILON

@@ -219,12 +219,7 @@ def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
     sources = [require_as_is(values, name, OBSERVED)]
     if index is not None:
         sources.append(require_as_is(index, name, "group labels"))
-    low, high = _bounds(data_bounds, name, name, "counts")
-    if low < 0 or low != int(low) or high != int(high):
-        raise ValueError(
-            f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
-            f"{data_bounds[name]!r}"
-        )
+    low, high = _count_bounds(data_bounds, name)
     data = record_values(values, name, OBSERVED).reshape(-1)
     groups = None
     n_groups = 1
@@ -245,6 +240,26 @@ def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
     return BoundedFound(BoundedLink(structure, data, groups=groups), (), (name,))
 
 
+def _count_bounds(data_bounds, name: str) -> tuple[float, float]:
+    """The declared (low, high) of Poisson counts: whole numbers, low ≥ 0."""
+    low, high = _bounds(data_bounds, name, name, "counts")
+    if low < 0 or low != int(low) or high != int(high):
+        raise ValueError(
+            f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
+            f"{data_bounds[name]!r}"
+        )
+    return low, high
+
+
+def _cell_labels(cells, name: str) -> np.ndarray | None:
+    """The label arrays of a cell parameter, one column each (n, k), or None. **Private.**"""
+    if not cells.labels:
+        return None
+    return np.column_stack(
+        [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
+    )
+
+
 def _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records) -> BoundedFound:
     """A Poisson whose rate is any graph of group-level rates picked by group labels
     (``exp(a[g1] + b[g2])``, ``lam[g1, g2]``, …): the per-cell (n_c, Σy_c/c) of
@@ -258,18 +273,9 @@ def _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records) -> 
             "was released."
         )
     cells = cell_parameter(rate, model, name, n_records)
-    low, high = _bounds(data_bounds, name, name, "counts")
-    if low < 0 or low != int(low) or high != int(high):
-        raise ValueError(
-            f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
-            f"{data_bounds[name]!r}"
-        )
+    low, high = _count_bounds(data_bounds, name)
     data = record_values(values, name, OBSERVED).reshape(-1)
-    labels = None
-    if cells.labels:
-        labels = np.column_stack(
-            [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
-        )
+    labels = _cell_labels(cells, name)
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["poisson"],
@@ -509,11 +515,7 @@ def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
     cells = cell_parameter(
         prob, model, name, data.size, event_ndim=1 if likelihood == "categorical" else 0
     )
-    labels = None
-    if cells.labels:
-        labels = np.column_stack(
-            [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
-        )
+    labels = _cell_labels(cells, name)
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["cell-counts"],
