@@ -26,7 +26,7 @@ from pymc.vartypes import discrete_types
 from pytensor.compile.mode import get_mode
 
 from pymc_dp.analysis.graph import rv_shape
-from pymc_dp.families.base import ConjugateLink
+from pymc_dp.families.base import ConjugateLink, is_integer
 
 __all__ = ["ROUTE_OPTIONS", "check_route_options", "is_integer", "validate_sample_kwargs"]
 
@@ -58,11 +58,6 @@ _BOOLEAN_OPTIONS = (
     "keep_warning_stat",
     "quiet",
 )
-
-
-def is_integer(value) -> bool:
-    """True for an integer that is not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 def _parameters(function) -> set[str]:

@@ -78,6 +78,7 @@ def sample(
     assume_rejection_bound: bool = False,
     inference: str | None = None,
     clamp_to_bounds: bool | Sequence[str] = False,
+    covariate_bins: Mapping[str, int | str | Sequence] | None = None,
     model: pm.Model | None = None,
     **kwargs,
 ) -> xr.DataTree:
@@ -222,6 +223,17 @@ def sample(
         per-record map, so the sensitivity and the guarantee hold); the ledger event records
         which variables were clamped to which bounds (``PrivacyEvent.clamping``), never how
         many records. NaN and infinite values are always refused.
+    covariate_bins : dict, optional
+        Laplace only. ``{covariates name: bins}`` for per-record covariates read per cell: a
+        Bernoulli/Binomial/Categorical probability or a Poisson rate that reads a ``pm.Data``
+        array of covariates (logistic and Poisson regression, ``logit_p=alpha + X @ beta``,
+        alone or with group labels) has its records' counts released per cell of the group
+        labels and of public bins of every covariate column's declared ``data_bounds``.
+        A value per key: an integer number of bins (default 10 for floating-point arrays), the
+        string ``"levels"`` (whole-number values low..high read exactly, the default for
+        integer arrays; use it for 0/1 indicators), or a list of these, one per column. Within
+        a bin the parameter is averaged over the bin (the covariate taken as uniform there):
+        see :mod:`pymc_dp.analysis.cells` for where that approximation holds.
     disjoint : sequence of sequences of str, optional
         Groups of observed variables that hold different people by a public split (tempered
         mechanisms): each group composes in parallel instead of adding.
@@ -375,6 +387,7 @@ def sample(
         data_bounds=data_bounds,
         disjoint=disjoint,
         clamp_to_bounds=clamp_to_bounds,
+        covariate_bins=covariate_bins,
         neighbouring=neighbouring,
         progressbar=bool(kwargs.get("progressbar", True)),
     )

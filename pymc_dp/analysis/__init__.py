@@ -92,6 +92,7 @@ def recognise(
     data_bounds: Mapping[str, tuple[float, float]] | None = None,
     disjoint: Sequence[Sequence[str]] = (),
     clamp_to_bounds: bool | Collection[str] = False,
+    covariate_bins: Mapping[str, object] | None = None,
     neighbouring: str = "replace-one",
     progressbar: bool = False,
 ) -> Recognised:
@@ -103,7 +104,8 @@ def recognise(
 
     ``data_bounds`` declares the record ranges of Poisson, Normal and regression likelihoods
     (Laplace statistics and tempered mechanisms alike); ``clamp_to_bounds`` (Laplace only)
-    clamps records outside them instead of refusing them.
+    clamps records outside them instead of refusing them; ``covariate_bins`` (Laplace only)
+    sets the bins of per-record covariates read per cell.
 
     Raises
     ------
@@ -128,6 +130,11 @@ def recognise(
         inputs = classify_inputs(model, public, neighbouring)
         links = analyse_model(model, inputs=inputs, progressbar=progressbar)
         return Recognised(kind, inputs, find_dirichlet_posterior(model, links, mechanism))
+    if covariate_bins and kind != "conjugate":
+        raise ValueError(
+            "covariate_bins is an option of the Laplace statistics (mechanism='laplace', "
+            "likelihoods read per cell of binned covariates). Nothing was released."
+        )
     if clamp_to_bounds and kind != "conjugate":
         raise ValueError(
             "clamp_to_bounds is an option of the Laplace statistics (mechanism='laplace'); "
@@ -159,6 +166,7 @@ def recognise(
             inputs=inputs,
             data_bounds=data_bounds,
             clamp_to_bounds=clamp_to_bounds,
+            covariate_bins=covariate_bins,
             progressbar=progressbar,
         )
         return Recognised(kind, inputs, links)

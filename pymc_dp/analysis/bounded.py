@@ -69,16 +69,24 @@ from pymc_dp.analysis.graph import (
 from pymc_dp.distributions import TruncatedDirichletRV
 from pymc_dp.errors import NonPrivateModelError, value_free_repr
 from pymc_dp.families import BOUNDED_FAMILIES, LAPLACE_PATTERNS
-from pymc_dp.families.base import require_integers
-from pymc_dp.families.bounded import BoundedLink, BoundedStructure, declared_bounds
+from pymc_dp.families.base import is_integer, require_integers
+from pymc_dp.families.bounded import (
+    MAX_COVARIATE_BINS,
+    BoundedLink,
+    BoundedStructure,
+    CovariateBins,
+    declared_bounds,
+)
 from pymc_dp.records import dask_records
 
 __all__ = [
     "BOUNDED_LIKELIHOODS",
     "CELL_LIKELIHOODS",
+    "DEFAULT_COVARIATE_BINS",
     "MAX_CELL_TRIALS",
     "BoundedFound",
     "bounded_data_bounds_keys",
+    "covariate_bins_of",
     "find_bounded_link",
     "find_cell_link",
     "is_bounded_likelihood",
@@ -122,6 +130,7 @@ def find_bounded_link(
     observed_rv: Variable,
     data_bounds: Mapping[str, object],
     clamp: Collection[str] = (),
+    covariate_bins: Mapping[str, object] | None = None,
 ) -> BoundedFound:
     """Recognise one Poisson or Normal likelihood with its declared bounds.
 
@@ -134,6 +143,9 @@ def find_bounded_link(
         Every declared bound of the run (``{key: (low, high)}``).
     clamp : collection of str
         ``data_bounds`` keys whose records are clamped (opt-in).
+    covariate_bins : dict, optional
+        ``{covariates key: bins}`` for a Poisson rate read per cell of binned covariates
+        (:func:`covariate_bins_of`).
 
     Raises
     ------
@@ -149,7 +161,7 @@ def find_bounded_link(
     params = observed_rv.owner.op.dist_params(observed_rv.owner)
     values = model.rvs_to_values[observed_rv]
     if likelihood == "poisson":
-        return _poisson(model, name, params[0], values, data_bounds, clamp)
+        return _poisson(model, name, params[0], values, data_bounds, clamp, covariate_bins)
     mu, sigma = (strip_expand_dims(p) for p in params)
     if sigma.ndim != 0:
         raise NonPrivateModelError(
@@ -195,15 +207,14 @@ def _bounds(data_bounds, key: str, observed: str, what: str, width: int | None =
     return declared_bounds(data_bounds[key], key, what, width)
 
 
-def _poisson(model, name, mu, values, data_bounds, clamp) -> BoundedFound:
+def _poisson(model, name, mu, values, data_bounds, clamp, covariate_bins) -> BoundedFound:
     try:
         rate, index = split_parameter(mu, model, name)
-    except NonPrivateModelError:  # lam[g1, g2], …: read per cell below
+    except NonPrivateModelError:  # lam[g1, g2], exp(a + X @ b), …: read per cell below
         rate, index = strip_expand_dims(mu), None
     if index is None and rate.ndim != 0:
-        n_records = record_length(model.rvs_to_values[model[name]].reshape((-1,)))
-        if not record_covariates(rate, model, n_records) and deterministic_of(rate, model) is None:
-            return _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records)
+        if deterministic_of(rate, model) is None:
+            return _poisson_cells(model, name, rate, values, data_bounds, clamp, covariate_bins)
         deterministic = deterministic_of(rate, model)
         if deterministic is not None:
             raise wrapped_parameter(name, "rate", deterministic)
@@ -260,22 +271,121 @@ def _cell_labels(cells, name: str) -> np.ndarray | None:
     )
 
 
-def _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records) -> BoundedFound:
-    """A Poisson whose rate is any graph of group-level rates picked by group labels
-    (``exp(a[g1] + b[g2])``, ``lam[g1, g2]``, …): the per-cell (n_c, Σy_c/c) of
-    :class:`~pymc_dp.families.poisson.PoissonFamily`, one row per cell
-    (:func:`~pymc_dp.analysis.cells.cell_parameter`)."""
+def _cell_covariates(cells, name: str) -> np.ndarray | None:
+    """The binned covariates of a cell parameter, their columns side by side (n, d), or
+    None. **Private.**"""
+    if not cells.covariates:
+        return None
+    columns = [record_values(c, name, "covariates") for c in cells.covariates]
+    return np.column_stack([c.reshape((c.shape[0], -1)) for c in columns])
+
+
+DEFAULT_COVARIATE_BINS = 10
+"""Bins per floating-point covariate column when ``covariate_bins`` does not name it."""
+
+
+def covariate_bins_of(
+    model: pm.Model,
+    observed: str,
+    param: Variable,
+    n_records: int,
+    data_bounds: Mapping[str, object],
+    covariate_bins: Mapping[str, object] | None,
+) -> dict[Variable, CovariateBins]:
+    """The public bins of every per-record covariate ``param`` reads, from the declarations.
+
+    A covariate is a ``pm.Data`` container (key: its name) or one constant array (key:
+    ``"<observed>_covariates"``) with one row per record that is not a group label
+    (:func:`~pymc_dp.analysis.cells.record_covariates`). It needs declared bounds,
+    ``data_bounds[key] = (low, high)`` (one pair, or one per column), and is read in
+    ``covariate_bins[key]`` bins per column: an integer ≥ 1 (default
+    :data:`DEFAULT_COVARIATE_BINS` for floating-point arrays), ``"levels"`` (the whole
+    numbers low..high, exactly: the default for integer arrays), or a list with one of
+    these per column.
+
+    Raises
+    ------
+    NonPrivateModelError
+        For a missing bound (naming the key), or several unnamed constant covariates.
+    ValueError
+        For bad bounds or bins (naming the key).
+    """
+    covariates = record_covariates(param, model, n_records)
+    data_names = {v.name for v in model.data_vars}
+    unnamed = [c for c in covariates if c.name not in data_names]
+    if len(unnamed) > 1:
+        raise NonPrivateModelError(
+            f"{observed}: its parameter reads {len(unnamed)} unnamed per-record covariate "
+            "arrays; wrap each in pm.Data('name', array) so that its bounds and bins can be "
+            "declared by name. Nothing was released."
+        )
+    found = {}
+    for covariate in covariates:
+        key = covariate.name if covariate.name in data_names else f"{observed}_covariates"
+        require_as_is(covariate, observed, f"covariates {key!r}")
+        width = (
+            1 if covariate.ndim < 2 else int(record_values(covariate, key, "covariates").shape[1])
+        )
+        low, high = _bounds(data_bounds, key, observed, f"covariates {key!r}", width=width)
+        spec = (covariate_bins or {}).get(key)
+        found[covariate] = _covariate_bins(key, low, high, spec, covariate.dtype)
+    return found
+
+
+def _covariate_bins(key: str, low, high, spec, dtype: str) -> CovariateBins:
+    width = low.size
+    default = "levels" if dtype.startswith(("int", "uint", "bool")) else DEFAULT_COVARIATE_BINS
+    if spec is None:
+        spec = default
+    per_column = list(spec) if isinstance(spec, list | tuple) else [spec] * width
+    if len(per_column) != width:
+        raise ValueError(
+            f"covariate_bins[{key!r}] gives {len(per_column)} entries for {width} columns"
+        )
+    bins = np.empty(width, dtype=np.int64)
+    levels = np.zeros(width, dtype=bool)
+    for j, entry in enumerate(per_column):
+        if entry == "levels":
+            if low[j] != np.round(low[j]) or high[j] != np.round(high[j]):
+                raise ValueError(
+                    f"covariate_bins[{key!r}]: a column read at its levels needs whole-number "
+                    f"data_bounds, got [{low[j]:g}, {high[j]:g}]"
+                )
+            levels[j] = True
+            bins[j] = int(high[j] - low[j]) + 1
+        elif is_integer(entry) and entry >= 1:
+            bins[j] = int(entry)
+        else:
+            raise ValueError(
+                f"covariate_bins[{key!r}] must be an integer >= 1, 'levels' or a list of them "
+                f"(one per column), got {entry!r}"
+            )
+        if bins[j] > MAX_COVARIATE_BINS:
+            raise ValueError(
+                f"covariate_bins[{key!r}]: {bins[j]} bins or levels in a column, more than "
+                f"{MAX_COVARIATE_BINS}"
+            )
+    return CovariateBins(key, low, high, bins, levels)
+
+
+def _poisson_cells(model, name, rate, values, data_bounds, clamp, covariate_bins):
+    """A Poisson whose rate is any graph of group-level rates picked by group labels and of
+    binned covariates (``exp(a[g1] + b[g2])``, ``lam[g1, g2]``, ``exp(a + X @ beta)``, …):
+    the per-cell (n_c, Σy_c/c) of :class:`~pymc_dp.families.poisson.PoissonFamily`, one row
+    per cell (:func:`~pymc_dp.analysis.cells.cell_parameter`)."""
     container = require_as_is(values, name, OBSERVED)
     if dask_records(container) is not None:
         raise NonPrivateModelError(
             f"{name}: records in a Dask collection are not supported for a rate read per "
-            "cell of several labels or through a link; give the records in memory. Nothing "
-            "was released."
+            "cell of several labels, of covariates or through a link; give the records in "
+            "memory. Nothing was released."
         )
-    cells = cell_parameter(rate, model, name, n_records)
+    n_records = record_length(container.reshape((-1,)))
+    bins = covariate_bins_of(model, name, rate, n_records, data_bounds, covariate_bins)
+    cells = cell_parameter(rate, model, name, n_records, bins=bins)
     low, high = _count_bounds(data_bounds, name)
     data = record_values(values, name, OBSERVED).reshape(-1)
-    labels = _cell_labels(cells, name)
+    keys = tuple(b.key for b in cells.covariate_bins)
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["poisson"],
@@ -283,11 +393,14 @@ def _poisson_cells(model, name, rate, values, data_bounds, clamp, n_records) -> 
         parameters={"rate": cells.graph},
         n_groups=cells.n_cells,
         grouped=cells.n_cells > 1,
-        clamp=frozenset(k for k in clamp if k == name),
+        clamp=frozenset(k for k in clamp if k in (name, *keys)),
         label_sizes=cells.sizes,
+        covariate_bins=cells.covariate_bins,
     )
-    link = BoundedLink(structure, data, groups=labels)
-    return BoundedFound(link, tuple(cells.labels), (name,))
+    link = BoundedLink(
+        structure, data, groups=_cell_labels(cells, name), covariates=_cell_covariates(cells, name)
+    )
+    return BoundedFound(link, (*cells.labels, *cells.covariates), (name, *keys))
 
 
 def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
@@ -446,9 +559,6 @@ def is_cell_likelihood(model: pm.Model, rv: Variable) -> bool:
     if distribution_name(rv, _CELL_TABLE) is None:
         return False
     prob = rv.owner.op.dist_params(rv.owner)[-1]
-    n_records = record_length(model.rvs_to_values[rv].reshape((-1,)))
-    if record_covariates(prob, model, n_records):
-        return False  # a GLM: refused by the conjugate recogniser as unsupported
     try:
         prior, _ = split_parameter(prob, model, rv.name)
     except NonPrivateModelError:
@@ -467,15 +577,25 @@ def _wraps_conjugate(variable: Variable, model: pm.Model) -> bool:
     return inner in model.free_RVs and distribution_name(inner, _CONJUGATE_PRIORS) is not None
 
 
-def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
+def find_cell_link(
+    model: pm.Model,
+    rv: Variable,
+    data_bounds: Mapping[str, object] | None = None,
+    clamp: Collection[str] = (),
+    covariate_bins: Mapping[str, object] | None = None,
+) -> BoundedFound:
     """The cell-count link of one Bernoulli/Binomial/Categorical likelihood, or a refusal.
+
+    ``data_bounds``, ``clamp`` and ``covariate_bins`` declare the per-record covariates the
+    probability reads (:func:`covariate_bins_of`): logistic regression, alone or with
+    varying intercepts and slopes by private groups.
 
     Raises
     ------
     NonPrivateModelError
         For per-record or random trials, records in a Dask collection, records or labels
-        computed in the graph, or a probability that is not a cell parameter
-        (:func:`~pymc_dp.analysis.cells.cell_parameter`).
+        computed in the graph, a covariate without declared bounds, or a probability that is
+        not a cell parameter (:func:`~pymc_dp.analysis.cells.cell_parameter`).
     """
     name = rv.name
     likelihood = distribution_name(rv, _CELL_TABLE)
@@ -512,10 +632,11 @@ def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
         n_categories = int(n_categories if n_categories is not None else prob.shape[-1].eval())
     else:
         n_categories = 2
+    bins = covariate_bins_of(model, name, prob, data.size, data_bounds or {}, covariate_bins)
     cells = cell_parameter(
-        prob, model, name, data.size, event_ndim=1 if likelihood == "categorical" else 0
+        prob, model, name, data.size, event_ndim=1 if likelihood == "categorical" else 0, bins=bins
     )
-    labels = _cell_labels(cells, name)
+    keys = tuple(b.key for b in cells.covariate_bins)
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["cell-counts"],
@@ -526,6 +647,10 @@ def find_cell_link(model: pm.Model, rv: Variable) -> BoundedFound:
         likelihood=likelihood,
         n_categories=n_categories,
         label_sizes=cells.sizes,
+        covariate_bins=cells.covariate_bins,
+        clamp=frozenset(k for k in clamp if k in keys),
     )
-    link = BoundedLink(structure, data, groups=labels)
-    return BoundedFound(link, tuple(cells.labels), ())
+    link = BoundedLink(
+        structure, data, groups=_cell_labels(cells, name), covariates=_cell_covariates(cells, name)
+    )
+    return BoundedFound(link, (*cells.labels, *cells.covariates), keys)

@@ -22,12 +22,24 @@ and the likelihood, exactly:
 * ``ExpandDims``/transpositions that keep the record axis first, and ``softmax`` /
   ``log_softmax`` over a trailing (category) axis.
 
-Anything else on the path from a label to the parameter (a sum over records, a per-record
-covariate, a reshape, a label computed in the graph) is refused, naming what was found.
+Per-record covariates (``X @ beta``, ``b * x``, ``b * x**2``) join the cells through public
+bins of their declared range (:class:`~pymc_dp.families.bounded.CovariateBins`): every
+binned column is one more axis of cells, and the rewritten graph evaluates the parameter at
+Gauss–Legendre nodes inside each bin and averages it there (a probability or a rate: the
+mean of the records' outcomes in the cell, the covariate taken as uniform within its bin).
+Columns read at their whole-number levels (0/1 indicators, small counts) are exact. The
+approximation is the bins': for a logistic slope β over bins of width w the averaged
+probability matches the records' mean to O((βw)⁴) where x is uniform in the bin, and to
+first order in the density's slope across the bin otherwise.
+
+Anything else on the path from a label or a covariate to the parameter (a sum over records,
+a reshape, a slice of a covariate matrix, a label computed in the graph) is refused, naming
+what was found.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,11 +59,14 @@ from pymc_dp.analysis.graph import (
     require_as_is,
 )
 from pymc_dp.errors import NonPrivateModelError, value_free_repr
+from pymc_dp.families.bounded import CovariateBins
 
-__all__ = ["MAX_CELLS", "CellParameter", "cell_parameter", "record_covariates"]
+__all__ = ["MAX_CELLS", "MAX_EVALUATIONS", "CellParameter", "cell_parameter", "record_covariates"]
 
 MAX_CELLS = 100_000
 """Most cells a release may have (G₁ × G₂ × …): each is a row of released counts."""
+MAX_EVALUATIONS = 1_000_000
+"""Most rows of the rewritten parameter graph (cells × quadrature nodes per cell)."""
 
 
 @value_free_repr
@@ -67,12 +82,19 @@ class CellParameter:
     labels : tuple of Variable
         The label arrays (containers, used as is), in the order of ``sizes``. **Private.**
     sizes : tuple of int
-        G_k: the number of values label array k takes (the length of the axis it indexes).
+        G_k: the number of values label array k takes (the length of the axis it indexes),
+        then the bins of every binned covariate column.
+    covariates : tuple of Variable
+        The per-record covariate arrays read through bins (containers). **Private.**
+    covariate_bins : tuple of CovariateBins
+        Their bins, in the same order.
     """
 
     graph: Variable
     labels: tuple[Variable, ...]
     sizes: tuple[int, ...]
+    covariates: tuple[Variable, ...] = ()
+    covariate_bins: tuple[CovariateBins, ...] = ()
 
     @property
     def n_cells(self) -> int:
@@ -84,7 +106,12 @@ class _NotCells(Exception):
 
 
 def cell_parameter(
-    param: Variable, model: pm.Model, observed: str, n_records: int, event_ndim: int = 0
+    param: Variable,
+    model: pm.Model,
+    observed: str,
+    n_records: int,
+    event_ndim: int = 0,
+    bins: Mapping[Variable, CovariateBins] | None = None,
 ) -> CellParameter:
     """``param`` (record-level, leading axis the records) rewritten per cell, or a refusal.
 
@@ -93,21 +120,17 @@ def cell_parameter(
     (a public map from counties to regions, say) is part of the group-level graph, and must
     be a container or constant used as is. ``event_ndim`` is the number of dimensions of one
     record's parameter (0: a probability or a rate; 1: a Categorical's K probabilities).
+    ``bins`` gives every per-record covariate the parameter reads
+    (:func:`record_covariates`) its public bins; a covariate without them is refused.
 
     Raises
     ------
     NonPrivateModelError
         If something other than label indexing and elementwise algebra sits between a label
-        array and the parameter, a label is computed in the graph, or there are more than
-        :data:`MAX_CELLS` cells.
+        array or a covariate and the parameter, a label is computed in the graph, a
+        covariate has no bins, or there are more than :data:`MAX_CELLS` cells.
     """
-    covariates = record_covariates(param, model, n_records)
-    if covariates:
-        raise NonPrivateModelError(
-            f"{observed}: its parameter reads per-record covariates "
-            f"({', '.join(c.name or 'a constant array' for c in covariates)}), not only group "
-            "labels: no per-cell statistics carry it. Nothing was released."
-        )
+    bins = dict(bins or {})
     labels: dict[Variable, int] = {}
     candidates = _label_candidates(param, model, n_records)
     for node in _index_nodes(param):
@@ -118,12 +141,28 @@ def cell_parameter(
                     f"arrays ({describe_graph(index)}); group labels and group-level maps must "
                     "be the containers themselves, used as is. Nothing was released."
                 )
+    covariates = record_covariates(param, model, n_records)
+    unbinned = [c for c in covariates if c not in bins]
+    if unbinned:
+        raise NonPrivateModelError(
+            f"{observed}: its parameter reads per-record covariates "
+            f"({', '.join(c.name or 'a constant array' for c in unbinned)}) with no declared "
+            "bins. Nothing was released."
+        )
+    for covariate in covariates:
+        if covariate.ndim > 2:
+            raise NonPrivateModelError(
+                f"{observed}: its covariates {covariate.name or 'a constant array'} have "
+                f"{covariate.ndim} dimensions; a vector (n,) or a matrix (n, d) is read per "
+                "cell. Nothing was released."
+            )
     try:
-        record_level = _record_level(param, model, candidates, labels, {})
+        record_level = _record_level(param, model, candidates, labels, {}, set(covariates))
     except _NotCells as refusal:
         raise NonPrivateModelError(
             f"{observed}: its parameter is not a function of group-level quantities picked by "
-            f"group labels ({refusal}); found {describe_graph(param)}. Nothing was released."
+            f"group labels and of binned covariates ({refusal}); found "
+            f"{describe_graph(param)}. Nothing was released."
         ) from None
     if not record_level:  # one cell: the parameter must be the same for every record
         if param.ndim > event_ndim and _length(param) != 1:
@@ -134,22 +173,61 @@ def cell_parameter(
             )
         return CellParameter(param, (), ())
     order = list(labels)
-    sizes = tuple(int(labels[label]) for label in order)
+    binned = [(c, bins[c]) for c in covariates]
+    sizes = tuple(int(labels[label]) for label in order) + tuple(
+        int(b) for _, spec in binned for b in spec.bins
+    )
     n_cells = int(np.prod(sizes, dtype=np.int64))
     if n_cells > MAX_CELLS:
         raise NonPrivateModelError(
-            f"{observed}: its group labels make {n_cells} cells ({' × '.join(map(str, sizes))}), "
-            f"more than {MAX_CELLS}: too many rows of counts to release. Nothing was released."
+            f"{observed}: its group labels and covariate bins make {n_cells} cells "
+            f"({' × '.join(map(str, sizes))}), more than {MAX_CELLS}: too many rows of counts "
+            "to release. Nothing was released."
         )
     for label in order:
         require_as_is(label, observed, "group labels")
-    coordinates = np.unravel_index(np.arange(n_cells), sizes)
+    points = [spec.points(j) for _, spec in binned for j in range(spec.n_columns)]
+    per_node = [len(weights) for _, weights in points]
+    n_nodes = int(np.prod(per_node, dtype=np.int64))
+    if n_cells * n_nodes > MAX_EVALUATIONS:
+        raise NonPrivateModelError(
+            f"{observed}: {n_cells} cells × {n_nodes} quadrature nodes per cell is more than "
+            f"{MAX_EVALUATIONS} evaluations of its parameter: use fewer bins or read "
+            "indicator columns at their levels. Nothing was released."
+        )
+    cells = np.repeat(np.arange(n_cells), n_nodes)
+    nodes = np.tile(np.arange(n_nodes), n_cells)
+    coordinates = np.unravel_index(cells, sizes)
+    node_coordinates = np.unravel_index(nodes, per_node) if per_node else ()
     replacements = {
         label: pt.constant(coordinate.astype(label.dtype), name=f"{label.name or 'labels'}_cells")
-        for label, coordinate in zip(order, coordinates, strict=True)
+        for label, coordinate in zip(order, coordinates[: len(order)], strict=True)
     }
+    weights = np.ones(cells.size)
+    column = 0
+    for covariate, spec in binned:
+        values = np.empty((cells.size, spec.n_columns))
+        for j in range(spec.n_columns):
+            at, weight = points[column]
+            axis = len(order) + column
+            values[:, j] = at[coordinates[axis], node_coordinates[column]]
+            weights *= weight[node_coordinates[column]]
+            column += 1
+        values = values if covariate.ndim == 2 else values[:, 0]
+        name = f"{covariate.name or 'covariates'}_cells"
+        replacements[covariate] = pt.constant(values.astype(covariate.dtype), name=name)
     graph = _rebuild(param, replacements, {})
-    return CellParameter(graph, tuple(order), sizes)
+    if n_nodes > 1:  # the parameter's mean over each cell's nodes
+        shape = (n_cells, n_nodes, *(graph.shape[i] for i in range(1, graph.ndim)))
+        w = pt.constant(weights.reshape((n_cells, n_nodes) + (1,) * (graph.ndim - 1)))
+        graph = pt.sum(graph.reshape(shape) * w, axis=1)
+    return CellParameter(
+        graph,
+        tuple(order),
+        sizes,
+        tuple(c for c, _ in binned),
+        tuple(spec for _, spec in binned),
+    )
 
 
 def _rebuild(var: Variable, replacements: dict, memo: dict) -> Variable:
@@ -169,21 +247,28 @@ def _rebuild(var: Variable, replacements: dict, memo: dict) -> Variable:
     return rebuilt
 
 
-def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dict) -> bool:
-    """Whether ``var`` varies by record (through labels only); raises _NotCells otherwise.
+def _record_level(
+    var: Variable, model, candidates: set, labels: dict, seen: dict, covariates: set
+) -> bool:
+    """Whether ``var`` varies by record (through labels and binned covariates only); raises
+    _NotCells otherwise.
 
     ``labels`` collects label array → number of values (the shortest axis it indexes).
     """
     if var in seen:
         return seen[var]
+    if var in covariates:
+        seen[var] = True
+        return True
+    reading = candidates | covariates
     node = var.owner
-    if node is None or not _reads(var, candidates):
+    if node is None or not _reads(var, reading):
         seen[var] = False
         return False
     op = node.op
     if isinstance(op, AdvancedSubtensor):
         base, *indices = node.inputs
-        if _reads(base, candidates):
+        if _reads(base, reading):
             raise _NotCells("a label picks from an array that itself varies by record")
         if list(op.idx_list) != list(range(len(indices))):
             raise _NotCells("labels index an axis other than the leading ones")
@@ -197,7 +282,7 @@ def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dic
         seen[var] = True
         return True
     if isinstance(op, Elemwise):
-        parts = [_record_level(i, model, candidates, labels, seen) for i in node.inputs]
+        parts = [_record_level(i, model, candidates, labels, seen, covariates) for i in node.inputs]
         for inp, part in zip(node.inputs, parts, strict=True):
             if not part and inp.ndim == var.ndim and inp.type.shape[0] != 1:
                 raise _NotCells("a term with a leading axis that is not broadcast over records")
@@ -205,23 +290,23 @@ def _record_level(var: Variable, model, candidates: set, labels: dict, seen: dic
         return seen[var]
     if _is_dot(op):
         left, right = node.inputs
-        if var.ndim >= 1 and left.ndim == 2 and not _reads(right, candidates):
-            seen[var] = _record_level(left, model, candidates, labels, seen)
+        if var.ndim >= 1 and left.ndim == 2 and not _reads(right, reading):
+            seen[var] = _record_level(left, model, candidates, labels, seen, covariates)
             return seen[var]
         raise _NotCells("a matrix product that mixes records")
     if isinstance(op, DimShuffle):
         order = tuple(op.new_order)
         if order and order[0] == 0:
-            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen)
+            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen, covariates)
             return seen[var]
-        if order and order[0] == "x" and _reads(node.inputs[0], candidates):
+        if order and order[0] == "x" and _reads(node.inputs[0], reading):
             raise _NotCells("a reduction over the records (a sum or a mean across them)")
         raise _NotCells(f"a {op} that moves the record axis")
     if isinstance(op, Softmax | LogSoftmax):
         axis = op.axis
         axes = (axis,) if isinstance(axis, int) else tuple(axis or ())
         if var.ndim >= 2 and axes and all(a % var.ndim != 0 for a in axes):
-            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen)
+            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen, covariates)
             return seen[var]
         raise _NotCells("a softmax over the record axis")
     raise _NotCells(f"{type(op).__name__} between the labels and the parameter")
@@ -259,13 +344,18 @@ def _label_candidates(param: Variable, model, n_records: int) -> set:
 
 
 def record_covariates(param: Variable, model, n_records: int) -> list[Variable]:
-    """Data arrays under ``param`` with one row per record that are not group labels
-    (per-record covariates: the parameter varies by record through them, not by cell)."""
+    """Data arrays under ``param`` with one row per record that are not group labels nor
+    the sources of a computed index (per-record covariates: the parameter varies by record
+    through them, not by cell)."""
     labels = _label_candidates(param, model, n_records)
+    indices = [i for node in _index_nodes(param) for i in node.inputs[1:]]
+    index_sources = set(ancestors(indices)) if indices else set()
     found = []
     for a in ancestors([param]):
         if a.owner is not None or a in labels or getattr(a.type, "ndim", 0) == 0:
             continue  # only leaves: data containers and constants
+        if a in index_sources:
+            continue  # an index computed from it: refused as such by cell_parameter
         if not is_data(a, model):
             continue
         if _length(a) == n_records:

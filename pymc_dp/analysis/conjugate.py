@@ -192,6 +192,7 @@ def analyse_model(
     *,
     data_bounds: Mapping[str, object] | None = None,
     clamp_to_bounds: bool | Collection[str] = False,
+    covariate_bins: Mapping[str, object] | None = None,
     progressbar: bool = False,
 ) -> dict[str, ConjugateLink | BoundedLink]:
     """Links for every observed variable of ``model``, validated; or a refusal.
@@ -224,6 +225,9 @@ def analyse_model(
     clamp_to_bounds : bool or collection of str
         Clamp records outside their declared bounds into them instead of refusing them: True
         for every ``data_bounds`` key, or the keys to clamp.
+    covariate_bins : dict, optional
+        ``{covariates key: bins}`` for per-record covariates read per cell (logistic and
+        Poisson regression: :func:`pymc_dp.analysis.bounded.covariate_bins_of`).
     progressbar : bool
         Show the progress of the pass over Dask-backed records.
 
@@ -259,10 +263,11 @@ def analyse_model(
     if not model.observed_RVs:
         raise NonPrivateModelError("the model has no observed variables: nothing is private")
     clamp = _clamp_keys(clamp_to_bounds, data_bounds)
+    bins = _covariate_bins_declaration(covariate_bins)
     bounded = {
-        rv.name: find_bounded_link(model, rv, data_bounds, clamp)
+        rv.name: find_bounded_link(model, rv, data_bounds, clamp, bins)
         if is_bounded_likelihood(rv)
-        else find_cell_link(model, rv)
+        else find_cell_link(model, rv, data_bounds, clamp, bins)
         for rv in model.observed_RVs
         if is_bounded_likelihood(rv) or is_cell_likelihood(model, rv)
     }
@@ -273,7 +278,15 @@ def analyse_model(
     if unused:
         raise ValueError(
             f"data_bounds names {unused}, which no Poisson, Normal or regression likelihood "
-            "reads (keys: the observed name, and a regression's covariates container)"
+            "reads (keys: the observed name, and the covariates container a regression or a "
+            "likelihood read per cell reads)"
+        )
+    binned = {b.key for link in bounded.values() for b in link.link.structure.covariate_bins}
+    unused = sorted(set(bins) - binned)
+    if unused:
+        raise ValueError(
+            f"covariate_bins names {unused}, which no likelihood reads as per-record "
+            f"covariates through bins (binned here: {sorted(binned)})"
         )
     misplaced = sorted(set(max_trials) & set(bounded))
     if misplaced:
@@ -297,6 +310,20 @@ def analyse_model(
         handled = {name for name, link in conjugate.items() if link.prior == prior_name}
         check_conjugate_dependents(model, model[prior_name], handled)
     return summarise(links, progressbar=progressbar)
+
+
+def _covariate_bins_declaration(covariate_bins) -> dict[str, object]:
+    """``covariate_bins`` as a dict (keys checked against the model by the caller)."""
+    if covariate_bins is None:
+        return {}
+    if not isinstance(covariate_bins, Mapping) or not all(
+        isinstance(k, str) for k in covariate_bins
+    ):
+        raise ValueError(
+            "covariate_bins must be a dict {covariates name: bins}, got "
+            f"{type(covariate_bins).__name__}"
+        )
+    return dict(covariate_bins)
 
 
 def _clamp_keys(clamp_to_bounds, data_bounds: Mapping) -> frozenset[str]:

@@ -25,6 +25,7 @@ statistics) and §3.2 eq. (16)–(17) (L1 sensitivity of the aggregate statistic
 from __future__ import annotations
 
 import math
+import numbers
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -170,6 +171,11 @@ def group_sums(record_stats: np.ndarray, groups: np.ndarray | None, n_groups: in
     for j in range(n_stats):
         table[:, j] = np.bincount(groups, weights=record_stats[:, j], minlength=n_groups)
     return table
+
+
+def is_integer(value) -> bool:
+    """True for an integer that is not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
 def require_integers(data: np.ndarray, variable: str, what: str = "values") -> np.ndarray:

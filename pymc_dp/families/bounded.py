@@ -50,9 +50,12 @@ from pymc_dp.families.base import (
 )
 
 __all__ = [
+    "GAUSS_LEGENDRE_NODES",
+    "MAX_COVARIATE_BINS",
     "BoundedFamily",
     "BoundedLink",
     "BoundedStructure",
+    "CovariateBins",
     "cell_index",
     "check_bounded_values",
     "check_group_labels",
@@ -60,8 +63,93 @@ __all__ = [
     "laplace_noise_variance",
     "latent_record_count",
     "positive_counts",
+    "record_cells",
     "to_unit_interval",
 ]
+
+MAX_COVARIATE_BINS = 1_000
+"""Most bins (or whole-number levels) one covariate column may be read at (public)."""
+GAUSS_LEGENDRE_NODES = 2
+"""Quadrature nodes per binned column and bin (exact for cubics in the covariate)."""
+
+
+@value_free_repr
+@dataclass(frozen=True, eq=False)
+class CovariateBins:
+    """How a per-record covariate is read per cell: public bins of its declared range.
+
+    Each column is either cut into ``bins`` equal bins of its declared range [low, high]
+    (a record falls in bin ⌊(x − low)/w⌋, w = (high − low)/bins, x = high in the last one),
+    or read at its whole-number ``levels`` low, low + 1, …, high (exactly, for counts and
+    0/1 indicators). Records that share their labels and their bins share a cell, and the
+    likelihood's parameter in that cell is its average over the bin:
+    Gauss–Legendre quadrature with :data:`GAUSS_LEGENDRE_NODES` nodes per binned column,
+    the covariate taken as uniform within the bin (exact for a parameter cubic in x there).
+    Nothing here is private: the bounds and the bins are declared.
+
+    Attributes
+    ----------
+    key : str
+        The ``data_bounds`` key (the ``pm.Data`` name, or ``"<observed>_covariates"``).
+    low, high : ndarray, shape (d,)
+        Declared range of every column.
+    bins : ndarray of int, shape (d,)
+        Cells along every column (bins, or levels high − low + 1).
+    levels : ndarray of bool, shape (d,)
+        Whether the column is read at its whole-number levels.
+    """
+
+    key: str
+    low: np.ndarray
+    high: np.ndarray
+    bins: np.ndarray
+    levels: np.ndarray
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.low.size)
+
+    def points(self, column: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where column ``column`` is evaluated in each of its bins, (bins, q), with the
+        quadrature weights (q,) (one node of weight 1 for levels)."""
+        low, high, bins = self.low[column], self.high[column], int(self.bins[column])
+        if self.levels[column]:
+            return (low + np.arange(bins, dtype=np.float64))[:, None], np.ones(1)
+        nodes, weights = np.polynomial.legendre.leggauss(GAUSS_LEGENDRE_NODES)
+        width = (high - low) / bins
+        centres = low + width * (np.arange(bins) + 0.5)
+        return centres[:, None] + 0.5 * width * nodes[None, :], weights / 2.0
+
+    def index(self, values: np.ndarray, observed: str, clamp: bool) -> np.ndarray:
+        """The bin of every record (n, d), from its covariates (n, d). **Private.**
+
+        Raises
+        ------
+        InvalidPrivateDataError
+            For NaN or infinite values, values outside the declared range (unless clamped)
+            and fractional values of a column read at its levels; counts only.
+        """
+        values = check_bounded_values(
+            values, self.low, self.high, self.key, "covariate values", clamp
+        )
+        index = np.empty(values.shape, dtype=np.int64)
+        for j in range(self.n_columns):
+            column = values[:, j] - self.low[j]
+            if self.levels[j]:
+                index[:, j] = require_integers(column, self.key, "covariate levels")
+            else:
+                width = (self.high[j] - self.low[j]) / self.bins[j]
+                index[:, j] = np.clip(np.floor(column / width), 0, self.bins[j] - 1)
+        return index
+
+    def describe(self) -> str:
+        """The bounds and bins in words (for the ledger)."""
+        parts = []
+        for j in range(self.n_columns):
+            read = "levels" if self.levels[j] else "bins"
+            parts.append(f"[{self.low[j]:g}, {self.high[j]:g}] in {int(self.bins[j])} {read}")
+        where = f"{self.key}" if self.n_columns == 1 else f"{self.key} columns"
+        return f"{where} {'; '.join(parts)}"
 
 
 @value_free_repr
@@ -102,8 +190,11 @@ class BoundedStructure:
     n_categories : int
         K: outcomes per record of a cell-count likelihood (2 for Bernoulli and Binomial).
     label_sizes : tuple of int
-        G₁, G₂, …: the values each group-label array takes (cell-count likelihoods; their
-        product is ``n_groups``).
+        G₁, G₂, …: the values each group-label array takes, then the bins of every binned
+        covariate column (likelihoods read per cell; their product is ``n_groups``).
+    covariate_bins : tuple of CovariateBins
+        Per-record covariates read per cell, in the order of their columns in
+        ``BoundedLink.covariates`` (likelihoods read per cell).
     """
 
     observed: str
@@ -119,6 +210,7 @@ class BoundedStructure:
     likelihood: str = ""
     n_categories: int = 0
     label_sizes: tuple[int, ...] = ()
+    covariate_bins: tuple[CovariateBins, ...] = ()
 
     @property
     def n_covariates(self) -> int:
@@ -130,6 +222,8 @@ class BoundedStructure:
         if self.covariate_bounds is not None:
             low, high = self.covariate_bounds
             text += f"; {self.covariates} in [{_numbers(low)}, {_numbers(high)}] per column"
+        for binned in self.covariate_bins:
+            text += f"; {binned.describe()}"
         return text
 
     def clamping(self) -> str:
@@ -140,6 +234,10 @@ class BoundedStructure:
         if self.covariates is not None and self.covariates in self.clamp:
             low, high = self.covariate_bounds
             parts.append(f"{self.covariates} to [{_numbers(low)}, {_numbers(high)}] per column")
+        for binned in self.covariate_bins:
+            if binned.key in self.clamp:
+                low, high = binned.low, binned.high
+                parts.append(f"{binned.key} to [{_numbers(low)}, {_numbers(high)}] per column")
         return "; ".join(parts)
 
 
@@ -393,16 +491,10 @@ def check_bounded_values(
 def check_group_labels(link: BoundedLink) -> np.ndarray | None:
     """Validated group labels (integers in 0..G − 1, one per record), or None."""
     structure = link.structure
-    if link.groups is None:
+    if link.groups is None and not structure.covariate_bins:
         return None
     if structure.label_sizes:  # several label arrays (or one through a link): one per cell
-        labels = np.asarray(link.groups)
-        n_records = np.asarray(link.data).size
-        if labels.shape[0] != n_records:
-            raise InvalidPrivateDataError(
-                f"{link.observed}: {labels.shape[0]} group labels for {n_records} records"
-            )
-        return cell_index(labels, structure.label_sizes, link.observed)
+        return record_cells(link)
     groups = require_integers(np.asarray(link.groups).reshape(-1), link.observed, "group labels")
     reject_out_of_range(groups, 0, structure.n_groups - 1, link.observed, "group labels")
     n_records = np.asarray(link.data).size
@@ -411,6 +503,40 @@ def check_group_labels(link: BoundedLink) -> np.ndarray | None:
             f"{link.observed}: {groups.size} group labels for {n_records} records"
         )
     return groups
+
+
+def record_cells(link: BoundedLink) -> np.ndarray:
+    """The cell of every record of a likelihood read per cell (n,), from its group labels
+    and the bins of its covariates, each checked before they are combined. **Private.**
+
+    Raises
+    ------
+    InvalidPrivateDataError
+        For labels out of range or not whole numbers, covariates outside their declared
+        range (unless clamped), non-finite covariates, or a number of labels or covariate
+        rows other than the number of records; counts only.
+    """
+    structure = link.structure
+    n_records = np.asarray(link.data).size
+    columns = []
+    if link.groups is not None:
+        labels = np.asarray(link.groups)
+        columns.append(labels[:, None] if labels.ndim == 1 else labels)
+    if structure.covariate_bins:
+        covariates = np.asarray(link.covariates)
+        start = 0
+        for binned in structure.covariate_bins:
+            part = covariates[:, start : start + binned.n_columns]
+            clamp = binned.key in structure.clamp
+            columns.append(binned.index(part, structure.observed, clamp))
+            start += binned.n_columns
+    for column in columns:
+        if column.shape[0] != n_records:
+            raise InvalidPrivateDataError(
+                f"{link.observed}: {column.shape[0]} group labels or covariate rows for "
+                f"{n_records} records"
+            )
+    return cell_index(np.column_stack(columns), structure.label_sizes, link.observed)
 
 
 def cell_index(labels: np.ndarray, sizes: tuple[int, ...], observed: str) -> np.ndarray:

@@ -40,9 +40,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-from pymc_dp.errors import InvalidPrivateDataError
 from pymc_dp.families.base import group_sums, reject_out_of_range, require_integers
-from pymc_dp.families.bounded import BoundedFamily, BoundedLink, BoundedStructure, cell_index
+from pymc_dp.families.bounded import BoundedFamily, BoundedLink, BoundedStructure, record_cells
 from pymc_dp.families.poisson import poisson_gaussian_log_marginal, poisson_laplace_log_marginal
 
 __all__ = ["CellCountsFamily"]
@@ -55,7 +54,8 @@ class CellCountsFamily(BoundedFamily):
     likelihood = "bernoulli"
     pattern = (
         "Bernoulli/Binomial/Categorical(p or logit_p = any graph of group-level variables "
-        "picked by group labels, e.g. invlogit(mu + tau * z[group]) or a[g1] + b[g2])"
+        "picked by group labels and of covariates with data_bounds (read in bins), e.g. "
+        "invlogit(mu + tau * z[group]), a[g1] + b[g2] or alpha + z[group] + X @ beta)"
     )
 
     # --- records (private) --------------------------------------------------------------
@@ -69,12 +69,7 @@ class CellCountsFamily(BoundedFamily):
         reject_out_of_range(values, 0, high, link.observed, "values")
         if not structure.label_sizes:
             return values, np.zeros(values.size, dtype=np.int64)
-        labels = np.asarray(link.groups)
-        if labels.shape[0] != values.size:
-            raise InvalidPrivateDataError(
-                f"{link.observed}: {labels.shape[0]} group labels for {values.size} records"
-            )
-        return values, cell_index(labels, structure.label_sizes, link.observed)
+        return values, record_cells(link)
 
     def statistics(self, link: BoundedLink) -> np.ndarray:
         values, cells = self.records(link)

@@ -80,7 +80,10 @@ class PoissonFamily(BoundedFamily):
 
     name = "poisson"
     likelihood = "poisson"
-    pattern = "Poisson(mu=lam or lam[group]), lam a positive graph, with data_bounds on the counts"
+    pattern = (
+        "Poisson(mu=lam, lam[group], exp(a[g1] + b[g2]) or exp(alpha + X @ beta)), lam a "
+        "positive graph, with data_bounds on the counts (and on X, read in bins)"
+    )
 
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
         structure = link.structure

@@ -327,7 +327,12 @@ def release_bounded(
     exact = link.statistics()  # validates (and clamps, on opt-in) the records
     index = family.released_components(structure, neighbouring)
     weights = family.weights(structure, neighbouring)[index]
-    variables = (link.observed,) + ((structure.covariates,) if structure.covariates else ())
+    variables = (
+        (link.observed,)
+        + ((structure.covariates,) if structure.covariates else ())
+        + tuple(binned.key for binned in structure.covariate_bins)
+    )
+    bins = "; ".join(binned.describe() for binned in structure.covariate_bins)
     noisy = _release(
         exact[:, index] * weights,
         noise=noise,
@@ -341,6 +346,7 @@ def release_bounded(
         statistic=(
             f"{family.describe(structure, neighbouring)}; released shape "
             f"{(exact.shape[0], index.size)}"
+            + (f"; cells by covariate bins: {bins}" if bins else "")
             + (f"; records clamped: {structure.clamping()}" if structure.clamping() else "")
         ),
         source=BOUNDED_SOURCES[family.name],

@@ -172,9 +172,17 @@ def test_per_record_parameters_are_refused():
         pm.Normal("y", mu, pm.HalfNormal("s", shape=N), observed=Y)
     _refused(per_record_sigma, NonPrivateModelError, "one scalar", data_bounds={"y": (-2, 3)})
     with pm.Model() as per_record_rate:
+        pm.Poisson("c", pm.HalfNormal("lam", shape=N), observed=COUNTS)
+    _refused(per_record_rate, NonPrivateModelError, "varies by record", data_bounds={"c": (0, 9)})
+    with pm.Model() as unbounded_covariates:  # a Poisson regression needs bounds on X
         b = pm.Normal("b", shape=2)
         pm.Poisson("c", pm.math.exp(pt.as_tensor(X) @ b), observed=COUNTS)
-    _refused(per_record_rate, NonPrivateModelError, "per-record rate", data_bounds={"c": (0, 9)})
+    _refused(
+        unbounded_covariates,
+        NonPrivateModelError,
+        r"data_bounds\['c_covariates'\] = \(low, high\) is missing",
+        data_bounds={"c": (0, 9)},
+    )
 
 
 def test_a_conjugate_prior_feeding_a_bounded_likelihood_is_refused():

@@ -53,24 +53,34 @@ def _no_values(message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "options"),
-    [
-        (False, {}),
-        (True, {"public": ["X"]}),
-        (True, {"data_bounds": {"X": (0, 1)}}),
-    ],
-    ids=["constant-X", "public-X", "declared-X"],
+    ("data", "options", "key"),
+    [(False, {}, "y_covariates"), (True, {"public": ["X"]}, "X"), (True, {}, "X")],
+    ids=["constant-X", "public-X", "private-X"],
 )
-def test_a_logistic_regression_is_refused_as_unsupported_with_the_supported_list(data, options):
+def test_a_logistic_regression_without_covariate_bounds_is_told_the_bound_to_declare(
+    data, options, key
+):
     message = _refusal(_logistic(data), **options)
-    assert message.startswith("y: unsupported likelihood: a Bernoulli whose probability is ")
-    assert "Sigmoid" in message  # op types may be named
-    assert "public=" not in message and "pm.Data(" not in message  # not the wrong reason
+    assert message.startswith("y: the Laplace statistics need a declared range of its covariates")
+    assert f"data_bounds[{key!r}] = (low, high) is missing" in message
+    assert "public=" not in message  # not the wrong reason
+    _no_values(message)
+
+
+def test_a_likelihood_no_family_takes_is_refused_with_the_supported_list():
+    def build():
+        model = pm.Model()
+        with model:
+            theta = pm.Normal("theta", shape=2)
+            pm.Normal("y", mu=theta[OUTCOME], sigma=1.0, observed=Y)  # group means: not yet
+        return model
+
+    message = _refusal(build, data_bounds={"y": (-2, 2)})
+    assert message.startswith("y: unsupported likelihood: a Normal whose mean is neither")
     listed = message.split(" take only: ")[1]
     assert listed.startswith("; ".join(LAPLACE_PATTERNS) + ". ")
     for family in (*FAMILIES.values(), *BOUNDED_FAMILIES.values()):
         assert family.pattern in listed
-    _no_values(message)
 
 
 def test_every_family_declares_one_pattern_and_the_table_lists_each_once():

@@ -235,7 +235,7 @@ def test_outcomes_outside_the_domain_are_refused():
 @pytest.mark.parametrize(
     ("form", "match"),
     [
-        ("covariate", "unsupported likelihood"),
+        ("covariate", r"covariates 'x'.*data_bounds\['x'\] = \(low, high\) is missing"),
         ("computed-labels", "group labels"),
         ("record-sum", "not a function of group-level quantities"),
     ],
@@ -246,7 +246,7 @@ def test_other_graphs_are_refused_naming_what_was_found(form, match):
         x = pm.Data("x", RNG.normal(size=N))
         z = pm.Normal("z", shape=3)
         if form == "covariate":
-            logit = z[g] + x  # a per-record covariate: a GLM, not cells
+            logit = z[g] + x  # a per-record covariate without declared bounds
         elif form == "computed-labels":
             logit = z[g + 0]
         else:
@@ -403,14 +403,18 @@ def test_a_label_out_of_range_for_its_own_array_is_refused_even_if_its_cell_exis
     assert len(ledger) == 0
 
 
-def test_a_poisson_rate_with_a_per_record_covariate_is_still_refused():
+def test_a_poisson_rate_with_a_per_record_covariate_needs_its_bounds():
     with pm.Model() as model:
         g = pm.Data("g", G1)
-        x = pm.Data("x", RNG.normal(size=N))
+        x = pm.Data("x", RNG.uniform(-1, 1, size=N))
         a, beta = pm.Normal("a", shape=3), pm.Normal("beta")
         pm.Poisson("y", mu=pm.math.exp(a[g] + beta * x), observed=COUNTS)
-    with pytest.raises(NonPrivateModelError, match="unsupported likelihood: a Poisson"):
+    with pytest.raises(
+        NonPrivateModelError, match=r"data_bounds\['x'\] = \(low, high\) is missing"
+    ):
         recognise(model, "laplace", data_bounds={"y": (0, 5)})
+    link = recognise(model, "laplace", data_bounds={"y": (0, 5), "x": (-1, 1)}).blocks["y"]
+    assert link.structure.label_sizes == (3, 10) and link.structure.n_groups == 30
 
 
 # --- the adversarial review's findings (each refused before any charge, or now accepted) -------
