@@ -26,10 +26,18 @@ the Poisson device (Baker 1994): with a latent size μ_c per cell and flat prior
 n_{c,k} ~ Poisson(μ_c p_{c,k}) independently is the multinomial of the cell's counts given
 their total times a flat prior on that total, so the release's likelihood is a product of
 one-dimensional Poisson–Laplace sums
-(:func:`~pymc_dp.families.poisson.poisson_laplace_log_marginal`, exact up to its e⁻²⁵ window)
+(:func:`~pymc_dp.families.poisson.poisson_laplace_log_marginal`: in closed form, or exact up
+to its e⁻²⁵ window)
 with no latent count. μ_c is sampled as ``<y>_cell_log_size`` = log μ_c − log max(row sum of
 the release, 1), so its scale is that of the cell's relative error whatever the cell's size.
-"""
+
+Per-record covariates read in public bins of their declared range
+(:class:`~pymc_dp.families.bounded.CovariateBins`: logistic regression, ``alpha + X @ beta``)
+add axes of cells, and the cell's probability is the model's probability averaged over the
+bin. Records in one cell then have (slightly) different probabilities, and their count of
+successes is Poisson-binomial rather than binomial with the cell's mean probability: same
+mean, variance at most the binomial's, so the likelihood is an approximation on the
+conservative side, as fine as the bins are (measured in ``docs/calibration.md``)."""
 
 from __future__ import annotations
 

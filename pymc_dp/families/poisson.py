@@ -30,7 +30,9 @@ release of the sum has Laplace noise of scale c·b in count units, so
 
 summed over every whole k within 25·c·b + 10 of the released value (the Laplace tail beyond
 is below e⁻²⁵ of its peak), or within 12 Poisson sds of n_g λ_g when that window is narrower
-(:func:`poisson_laplace_log_marginal`); k ≥ 0 and, with n public, k ≤ n·c. A private n_g is latent
+(:func:`poisson_laplace_log_marginal`); k ≥ 0 and, with n public, k ≤ n·c. Without that
+upper limit the same sum has a closed form in regularised incomplete gamma functions, used
+where it is accurate (:func:`poisson_laplace_closed_form`). A private n_g is latent
 (``<y>_n_records``, flat prior, continuous) and its release is Laplace(n_g, b) exactly (its
 true value is the latent itself, nothing to integrate out), sampled non-centred
 (:func:`~pymc_dp.families.bounded.latent_record_count`).
@@ -65,11 +67,16 @@ __all__ = [
     "WINDOW_SCALES",
     "PoissonFamily",
     "poisson_gaussian_log_marginal",
+    "poisson_laplace_closed_form",
     "poisson_laplace_log_marginal",
 ]
 
 WINDOW_SCALES = 25.0
 """Half-width of the noise-aware summation window, in Laplace scales (plus 10 counts)."""
+CLOSED_FORM_SPREAD = 10.0
+"""The closed form of the Poisson–Laplace sum is used where the Poisson sd is at most this
+many Laplace scales (and the scale is at least one count): there its incomplete gamma
+factors are far from underflow, and it matches the whole sum to 1e-10 (tested)."""
 GAUSSIAN_WINDOW_SCALES = 8.0
 """Half-width of the window for Gaussian noise, in standard deviations (plus 10 counts): the
 Gaussian factor beyond it is below e⁻³² of its peak."""
@@ -179,16 +186,76 @@ def poisson_laplace_log_marginal(
 
     With a public record count, k ≤ ``max_total``. The window is a discrete choice: no
     gradient flows through it (the terms it sums are exact).
+
+    Without a public record count the whole sum has a closed form
+    (:func:`poisson_laplace_closed_form`, two incomplete gamma functions per group instead of
+    hundreds of terms), used when every group's Poisson sd is at most
+    :data:`CLOSED_FORM_SPREAD` Laplace scales and the scale is at least one count (both
+    forms agree to 1e-10 there); the window elsewhere, shrunk to one term while the closed
+    form is in use (compiled backends such as Numba evaluate both sides of a switch).
     """
+    if public_n is not None:
+        return _poisson_laplace_window(released, mean, scale, max_total, public_n)
+    fixed_mean = pt.maximum(zero_grad(mean), 0.0)
+    accurate = pt.and_(
+        pt.ge(scale, 1.0), pt.le(pt.sqrt(pt.max(fixed_mean)), CLOSED_FORM_SPREAD * scale)
+    )
+    window = _poisson_laplace_window(released, mean, scale, max_total, public_n, accurate)
+    closed = pt.switch(mean > 0, poisson_laplace_closed_form(released, mean, scale), -np.inf)
+    return pt.switch(accurate, closed, window)
+
+
+def poisson_laplace_closed_form(released: Variable, mean: Variable, scale: Variable) -> Variable:
+    """log Σ_{k ≥ 0} Poisson(k; μ) Laplace(r − k; b), in closed form (μ = ``mean`` > 0,
+    r = ``released``, b = ``scale``; count units, per group).
+
+    Split the sum at m = ⌊r⌋: for k ≤ m the Laplace factor is e^{−(r−k)/b}/2b, and
+    Poisson(k; μ) e^{k/b} = e^{μ(e^{1/b} − 1)} Poisson(k; μe^{1/b}); for k > m it is
+    e^{−(k−r)/b}/2b, and Poisson(k; μ) e^{−k/b} = e^{μ(e^{−1/b} − 1)} Poisson(k; μe^{−1/b}).
+    So the sum is
+
+        [e^{−r/b + μ(e^{1/b}−1)} Q(m + 1, μe^{1/b})
+         + e^{r/b + μ(e^{−1/b}−1)} P(m + 1, μe^{−1/b})] / 2b,
+
+    with P and Q the regularised lower and upper incomplete gamma functions (the Poisson
+    CDF: Pr(K ≤ m) = Q(m + 1, λ)); for r < 0 the first term is 0 and P is 1. Exact, with no
+    window; accurate while Q and P stay far from underflow where their terms matter (the
+    Poisson sd at most a few tens of Laplace scales, b ≥ 1: :data:`CLOSED_FORM_SPREAD`).
+    Gradients flow to μ (and b), not through ⌊r⌋.
+    """
+    r, b = released, scale
+    m = pt.floor(zero_grad(r))
+    a = pt.maximum(m + 1.0, 1.0)
+    has_lower = pt.ge(m, 0.0)
+    upper = pt.gammaincc(a, mean * pt.exp(1.0 / b))  # Pr(K ≤ m), K ~ Poisson(μe^{1/b})
+    lower = pt.gammainc(a, mean * pt.exp(-1.0 / b))  # Pr(K > m), K ~ Poisson(μe^{−1/b})
+    upper_ok = pt.and_(has_lower, pt.gt(upper, 0.0))
+    lower_ok = pt.or_(pt.lt(m, 0.0), pt.gt(lower, 0.0))
+    # the inner switches keep log's argument (and its gradient) finite where a term is 0
+    below = -r / b + mean * pt.expm1(1.0 / b) + pt.log(pt.switch(upper_ok, upper, 1.0))
+    above = r / b + mean * pt.expm1(-1.0 / b) + pt.log(pt.switch(has_lower & lower_ok, lower, 1.0))
+    below = pt.switch(upper_ok, below, -np.inf)
+    above = pt.switch(lower_ok, above, -np.inf)
+    return pt.logaddexp(below, above) - pt.log(2.0 * b)
+
+
+def _poisson_laplace_window(
+    released: Variable, mean: Variable, scale: Variable, max_total, public_n, unused=None
+) -> Variable:
+    """The window sum of :func:`poisson_laplace_log_marginal` (one term when ``unused``)."""
     fixed_mean, fixed_released = pt.maximum(zero_grad(mean), 0.0), zero_grad(released)
     laplace_half = pt.cast(pt.ceil(WINDOW_SCALES * scale), "int64") + 10
     poisson_half = pt.cast(pt.ceil(12.0 * pt.sqrt(pt.max(fixed_mean))), "int64") + 12
     use_poisson = pt.lt(poisson_half, laplace_half)
     half = pt.switch(use_poisson, poisson_half, laplace_half)
+    if unused is not None:
+        half = pt.switch(unused, 0, half)
     mode = pt.cast(pt.floor(fixed_mean), "int64")
     centre = pt.cast(pt.floor(fixed_released), "int64")
     gap = pt.minimum(pt.max(pt.abs(centre - mode)), 20 * half)
     span = pt.switch(use_poisson, 0, gap)
+    if unused is not None:
+        span = pt.switch(unused, 0, span)
     low = pt.switch(use_poisson, mode, pt.minimum(centre, mode))
     start = pt.maximum(low - half, 0)
     k = pt.cast(start[:, None] + pt.arange(2 * half + span + 1)[None, :], "float64")

@@ -15,7 +15,7 @@ from scipy.special import gammaln
 
 from pymc_dp import InvalidPrivateDataError
 from pymc_dp.families import BOUNDED_FAMILIES, BoundedLink, BoundedStructure
-from pymc_dp.families.poisson import poisson_laplace_log_marginal
+from pymc_dp.families.poisson import poisson_laplace_closed_form, poisson_laplace_log_marginal
 from pymc_dp.families.second_moments import (
     entry_sensitivity,
     gaussian_release_log_likelihood,
@@ -432,6 +432,43 @@ def test_poisson_window_marginal_equals_the_full_sum(scale):
     np.testing.assert_allclose(marginal.eval({mean_var: mean}), full, rtol=1e-10)
     gradient = pt.grad(marginal.sum(), mean_var).eval({mean_var: mean})
     np.testing.assert_allclose(gradient, derivative, rtol=1e-8, atol=1e-12)
+
+
+def test_poisson_laplace_sum_is_exact_on_both_sides_of_the_closed_form_switch():
+    """The closed form (incomplete gammas) where the Poisson sd is ≤ 10 Laplace scales and
+    b ≥ 1, the window elsewhere (b = 0.1, where e^{1/b} would overflow the closed form's
+    factors, and μ = 10⁴ at b = 2): both against the whole sum, values and derivatives in
+    μ, released values up to 40 widths away for the closed form and 10 for the window (which
+    caps the gap it sums over far from the mean, by design)."""
+    r_var, m_var, b_var = pt.dvector("r"), pt.dvector("mean"), pt.dscalar("b")
+    marginal = poisson_laplace_log_marginal(r_var, m_var, b_var, None, None)
+    closed = poisson_laplace_closed_form(r_var, m_var, b_var)
+    f = pytensor.function([r_var, m_var, b_var], [marginal, pt.grad(marginal.sum(), m_var)])
+    f_closed = pytensor.function([r_var, m_var, b_var], closed)
+    for b, mean in [
+        (1.0, 100.0),
+        (3.0, 900.0),
+        (40.0, 1650.0),
+        (1.0, 0.01),
+        (0.1, 0.64),
+        (2.0, 1e4),
+    ]:
+        closed_form = b >= 1 and np.sqrt(mean) <= 10 * b
+        reach = 40 if closed_form else 10
+        released = mean + np.linspace(-reach, reach, 17) * (np.sqrt(mean) + b)
+        k = np.arange(0, int(mean + 60 * np.sqrt(mean) + np.abs(released).max() + 100 * b + 100))
+        terms = stats.poisson(mean).logpmf(k)[None, :] + stats.laplace(k[None, :], b).logpdf(
+            released[:, None]
+        )
+        full = special.logsumexp(terms, axis=1)
+        weights = np.exp(terms - full[:, None])
+        derivative = weights @ (k / mean - 1)
+        value, gradient = f(released, np.full_like(released, mean), b)
+        np.testing.assert_allclose(value, full, rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(gradient, derivative, rtol=1e-7, atol=1e-9)
+        if closed_form:
+            direct = f_closed(released, np.full_like(released, mean), b)
+            np.testing.assert_allclose(direct, full, rtol=1e-10, atol=1e-9)
 
 
 def test_poisson_window_marginal_respects_a_public_maximum():
