@@ -277,7 +277,7 @@ def _cell_covariates(cells, name: str) -> np.ndarray | None:
     if not cells.covariates:
         return None
     columns = [record_values(c, name, "covariates") for c in cells.covariates]
-    return np.column_stack([c.reshape((c.shape[0], -1)) for c in columns])
+    return np.column_stack([c[:, None] if c.ndim == 1 else c for c in columns])
 
 
 DEFAULT_COVARIATE_BINS = 10
@@ -335,8 +335,14 @@ def covariate_bins_of(
 def _covariate_bins(key: str, low, high, spec, dtype: str) -> CovariateBins:
     width = low.size
     default = "levels" if dtype.startswith(("int", "uint", "bool")) else DEFAULT_COVARIATE_BINS
+    hint = ""
     if spec is None:
         spec = default
+        if default == "levels":
+            hint = (
+                f" ('levels' is the default for an integer array; give covariate_bins="
+                f"{{{key!r}: B}} to cut it into B bins instead)"
+            )
     per_column = list(spec) if isinstance(spec, list | tuple) else [spec] * width
     if len(per_column) != width:
         raise ValueError(
@@ -349,7 +355,7 @@ def _covariate_bins(key: str, low, high, spec, dtype: str) -> CovariateBins:
             if low[j] != np.round(low[j]) or high[j] != np.round(high[j]):
                 raise ValueError(
                     f"covariate_bins[{key!r}]: a column read at its levels needs whole-number "
-                    f"data_bounds, got [{low[j]:g}, {high[j]:g}]"
+                    f"data_bounds, got [{low[j]:g}, {high[j]:g}]{hint}"
                 )
             levels[j] = True
             bins[j] = int(high[j] - low[j]) + 1
@@ -363,7 +369,7 @@ def _covariate_bins(key: str, low, high, spec, dtype: str) -> CovariateBins:
         if bins[j] > MAX_COVARIATE_BINS:
             raise ValueError(
                 f"covariate_bins[{key!r}]: {bins[j]} bins or levels in a column, more than "
-                f"{MAX_COVARIATE_BINS}"
+                f"{MAX_COVARIATE_BINS}{hint}"
             )
     return CovariateBins(key, low, high, bins, levels)
 

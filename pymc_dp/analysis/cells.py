@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
@@ -99,6 +100,27 @@ class CellParameter:
     @property
     def n_cells(self) -> int:
         return int(np.prod(self.sizes, dtype=np.int64)) if self.sizes else 1
+
+
+_DISCONTINUOUS = (
+    ps.Switch,
+    ps.LT,
+    ps.GT,
+    ps.LE,
+    ps.GE,
+    ps.EQ,
+    ps.NEQ,
+    ps.Floor,
+    ps.Ceil,
+    ps.Trunc,
+    ps.RoundHalfToEven,
+    ps.RoundHalfAwayFromZero,
+    ps.Sign,
+    ps.Mod,
+    ps.IntDiv,
+)
+"""Scalar operations with jumps: refused on a covariate's path (its bins are averaged by
+quadrature, which assumes a smooth function within the bin)."""
 
 
 class _NotCells(Exception):
@@ -157,7 +179,8 @@ def cell_parameter(
                 "cell. Nothing was released."
             )
     try:
-        record_level = _record_level(param, model, candidates, labels, {}, set(covariates))
+        binned = frozenset(c for c in covariates if not np.all(bins[c].levels))
+        record_level = _record_level(param, model, candidates, labels, {}, set(covariates), binned)
     except _NotCells as refusal:
         raise NonPrivateModelError(
             f"{observed}: its parameter is not a function of group-level quantities picked by "
@@ -248,12 +271,20 @@ def _rebuild(var: Variable, replacements: dict, memo: dict) -> Variable:
 
 
 def _record_level(
-    var: Variable, model, candidates: set, labels: dict, seen: dict, covariates: set
+    var: Variable,
+    model,
+    candidates: set,
+    labels: dict,
+    seen: dict,
+    covariates: set,
+    binned: frozenset = frozenset(),
 ) -> bool:
     """Whether ``var`` varies by record (through labels and binned covariates only); raises
     _NotCells otherwise.
 
-    ``labels`` collects label array → number of values (the shortest axis it indexes).
+    ``labels`` collects label array → number of values (the shortest axis it indexes);
+    ``binned`` are the covariates with a column cut into bins (not read at its levels), on
+    whose path a discontinuous operation is refused.
     """
     if var in seen:
         return seen[var]
@@ -282,7 +313,15 @@ def _record_level(
         seen[var] = True
         return True
     if isinstance(op, Elemwise):
-        parts = [_record_level(i, model, candidates, labels, seen, covariates) for i in node.inputs]
+        if isinstance(op.scalar_op, _DISCONTINUOUS) and any(_reads(i, binned) for i in node.inputs):
+            raise _NotCells(
+                f"a discontinuous function ({type(op.scalar_op).__name__}) of a covariate: its "
+                "average over a bin is not what quadrature at two points gives"
+            )
+        parts = [
+            _record_level(i, model, candidates, labels, seen, covariates, binned)
+            for i in node.inputs
+        ]
         for inp, part in zip(node.inputs, parts, strict=True):
             if not part and inp.ndim == var.ndim and inp.type.shape[0] != 1:
                 raise _NotCells("a term with a leading axis that is not broadcast over records")
@@ -291,13 +330,15 @@ def _record_level(
     if _is_dot(op):
         left, right = node.inputs
         if var.ndim >= 1 and left.ndim == 2 and not _reads(right, reading):
-            seen[var] = _record_level(left, model, candidates, labels, seen, covariates)
+            seen[var] = _record_level(left, model, candidates, labels, seen, covariates, binned)
             return seen[var]
         raise _NotCells("a matrix product that mixes records")
     if isinstance(op, DimShuffle):
         order = tuple(op.new_order)
         if order and order[0] == 0:
-            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen, covariates)
+            seen[var] = _record_level(
+                node.inputs[0], model, candidates, labels, seen, covariates, binned
+            )
             return seen[var]
         if order and order[0] == "x" and _reads(node.inputs[0], reading):
             raise _NotCells("a reduction over the records (a sum or a mean across them)")
@@ -306,10 +347,12 @@ def _record_level(
         axis = op.axis
         axes = (axis,) if isinstance(axis, int) else tuple(axis or ())
         if var.ndim >= 2 and axes and all(a % var.ndim != 0 for a in axes):
-            seen[var] = _record_level(node.inputs[0], model, candidates, labels, seen, covariates)
+            seen[var] = _record_level(
+                node.inputs[0], model, candidates, labels, seen, covariates, binned
+            )
             return seen[var]
         raise _NotCells("a softmax over the record axis")
-    raise _NotCells(f"{type(op).__name__} between the labels and the parameter")
+    raise _NotCells(f"{type(op).__name__} between the labels or covariates and the parameter")
 
 
 def _is_dot(op) -> bool:

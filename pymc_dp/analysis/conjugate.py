@@ -319,9 +319,14 @@ def _covariate_bins_declaration(covariate_bins) -> dict[str, object]:
     if not isinstance(covariate_bins, Mapping) or not all(
         isinstance(k, str) for k in covariate_bins
     ):
+        kinds = (
+            sorted({type(k).__name__ for k in covariate_bins})
+            if isinstance(covariate_bins, Mapping)
+            else []
+        )
         raise ValueError(
-            "covariate_bins must be a dict {covariates name: bins}, got "
-            f"{type(covariate_bins).__name__}"
+            "covariate_bins must be a dict {covariates name (str): bins}, got a "
+            f"{type(covariate_bins).__name__} (key types {kinds})"
         )
     return dict(covariate_bins)
 

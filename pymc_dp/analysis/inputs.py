@@ -194,7 +194,7 @@ def classify_inputs(
     ModelInputs
     """
     public = validate_public(model, public)
-    refuse_record_coords(model, neighbouring)
+    refuse_record_coords(model, neighbouring, public)
     data_names = {var: var.name for var in model.data_vars}
     dim_lengths = {length: dim for dim, length in model.dim_lengths.items()}
     observed_values = {model.rvs_to_values[rv]: rv.name for rv in model.observed_RVs}
@@ -268,23 +268,40 @@ def classify_inputs(
     return inputs
 
 
-def record_dims(model: pm.Model) -> dict[str, str]:
+def record_dims(model: pm.Model, public: Iterable[str] = ()) -> dict[str, str]:
     """The dims that index records: ``{dim: observed variable}`` for every record axis of an
     observed variable (all its axes but a multivariate likelihood's support, e.g. a
-    Multinomial's categories)."""
+    Multinomial's categories), and the leading dim of every private ``pm.Data`` container as
+    long as an observed variable's records (group labels, covariates: one row per record)."""
     found: dict[str, str] = {}
+    lengths: dict[int, str] = {}
     for rv in model.observed_RVs:
         dims = model.named_vars_to_dims.get(rv.name) or ()
         support = getattr(rv.owner.op, "ndim_supp", 0) if rv.owner is not None else 0
         for dim in dims[: len(dims) - support]:
             if dim is not None:
                 found.setdefault(dim, rv.name)
+        value = model.rvs_to_values[rv]
+        length = _leading(value)
+        if length is not None:
+            lengths.setdefault(length, rv.name)
+    public = set(public)
+    for container in model.data_vars:
+        dims = model.named_vars_to_dims.get(container.name) or ()
+        if container.name in public or not dims or dims[0] is None:
+            continue
+        observed = lengths.get(_leading(container))
+        if observed is not None:
+            found.setdefault(dims[0], observed)
     return found
 
 
-def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> None:
-    """Refuse coordinate values on a dim that indexes records, other than 0..n − 1; under
-    add-remove-one, refuse any variable but the observed ones on such a dim.
+def refuse_record_coords(
+    model: pm.Model, neighbouring: str = "replace-one", public: Iterable[str] = ()
+) -> None:
+    """Refuse coordinate values on a dim that indexes records (:func:`record_dims`: an
+    observed variable's, or a private container's with one row per record), other than
+    0..n − 1; under add-remove-one, refuse any variable but the observed ones on such a dim.
 
     The values of a model's coords are copied into the trace for every variable on the dim
     (a record-indexed Deterministic, the observed data), unnoised: names, ids or dates of the
@@ -299,7 +316,7 @@ def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> 
     NonPrivateModelError
         Naming the dim and the observed variable it indexes, never a value.
     """
-    dims_of = record_dims(model)
+    dims_of = record_dims(model, public)
     if neighbouring == "add-remove-one":
         for var in (*model.free_RVs, *model.deterministics, *model.potentials):
             on = [d for d in model.named_vars_to_dims.get(var.name) or () if d in dims_of]
@@ -319,7 +336,8 @@ def refuse_record_coords(model: pm.Model, neighbouring: str = "replace-one") -> 
         if array.dtype.kind in "iu" and np.array_equal(array, np.arange(array.size)):
             continue
         raise NonPrivateModelError(
-            f"dim {dim!r} indexes the records of {observed!r}, but its coordinate values are "
+            f"dim {dim!r} indexes the records of {observed!r} (one value per record), but its "
+            "coordinate values are "
             f"not 0..n-1 ({array.size} values): they would be copied into the trace unnoised. "
             f"Give no values (model.add_coord({dim!r}, length=n)) or range(n). Nothing was "
             "released."

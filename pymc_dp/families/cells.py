@@ -22,14 +22,18 @@ row sums (they are private: labels may change under either relation).
 
 Plug-in likelihood (Foulds et al. 2016, §4.2): Σ_{c,k} ñ_{c,k} log p_{c,k} with the projected
 table ñ (negative counts set to 0). Noise-aware likelihood, exact given the table's law, by
-the Poisson device (Baker 1994): with a latent size μ_c per cell and flat prior on μ_c > 0,
-n_{c,k} ~ Poisson(μ_c p_{c,k}) independently is the multinomial of the cell's counts given
-their total times a flat prior on that total, so the release's likelihood is a product of
-one-dimensional Poisson–Laplace sums
+the Poisson device (Baker 1994): with a latent size μ_c per cell, n_{c,k} ~ Poisson(μ_c
+p_{c,k}) independently is the multinomial of each cell's counts given its total times a law
+of the totals that does not involve p (for any prior on the sizes that does not involve p),
+so the release's likelihood is a product of one-dimensional Poisson–Laplace sums
 (:func:`~pymc_dp.families.poisson.poisson_laplace_log_marginal`: in closed form, or exact up
 to its e⁻²⁵ window)
 with no latent count. μ_c is sampled as ``<y>_cell_log_size`` = log μ_c − log max(row sum of
 the release, 1), so its scale is that of the cell's relative error whatever the cell's size.
+The sizes' prior: shares μ_c/T ~ Dirichlet(1, …, 1) and a flat prior on the total T = Σ μ_c,
+p(μ) ∝ T^{−(C−1)}. (A flat prior on every μ_c is T^{C−1} on the total: with many cells and
+entries the noise dominates, it drags the sizes up, the noise looks smaller than it is, and
+the intervals under-cover — 0.80 for a logistic slope at n = 10³, ε = 0.1, 20 cells.)
 
 Per-record covariates read in public bins of their declared range
 (:class:`~pymc_dp.families.bounded.CovariateBins`: logistic regression, ``alpha + X @ beta``)
@@ -147,8 +151,10 @@ class CellCountsFamily(BoundedFamily):
             poisson_gaussian_log_marginal if noise == "gaussian" else poisson_laplace_log_marginal
         )
         loglik = pt.sum(marginal(released.reshape((-1,)), mean.reshape((-1,)), scale, None, None))
-        # flat prior on the size μ_c > 0: the Jacobian of μ_c = exp(log_size)
-        return loglik + pt.sum(log_size)
+        # prior on the sizes: shares μ/T ~ Dirichlet(1, …, 1) and a flat prior on the total
+        # T = Σ μ_c, i.e. p(μ) ∝ T^{-(C-1)} (times the Jacobian of μ_c = exp(log_size))
+        n_cells = structure.n_groups
+        return loglik + pt.sum(log_size) - (n_cells - 1) * pt.logsumexp(log_size)
 
     def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
         cells = " × ".join(str(s) for s in structure.label_sizes) if structure.label_sizes else "1"

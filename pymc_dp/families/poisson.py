@@ -195,14 +195,21 @@ def poisson_laplace_log_marginal(
     form is in use (compiled backends such as Numba evaluate both sides of a switch).
     """
     if public_n is not None:
-        return _poisson_laplace_window(released, mean, scale, max_total, public_n)
+        window = _poisson_laplace_window(released, mean, scale, max_total, public_n)
+        return _at_zero_mean(window, released, mean, scale)
     fixed_mean = pt.maximum(zero_grad(mean), 0.0)
     accurate = pt.and_(
         pt.ge(scale, 1.0), pt.le(pt.sqrt(pt.max(fixed_mean)), CLOSED_FORM_SPREAD * scale)
     )
     window = _poisson_laplace_window(released, mean, scale, max_total, public_n, accurate)
     closed = pt.switch(mean > 0, poisson_laplace_closed_form(released, mean, scale), -np.inf)
-    return pt.switch(accurate, closed, window)
+    return _at_zero_mean(pt.switch(accurate, closed, window), released, mean, scale)
+
+
+def _at_zero_mean(value: Variable, released: Variable, mean: Variable, scale: Variable):
+    """``value``, with the exact log Laplace(r; b) where the Poisson mean is 0 (every k is 0:
+    a probability of exactly 0 or 1 in a cell, or a rate that underflowed)."""
+    return pt.switch(pt.eq(mean, 0.0), -pt.abs(released) / scale - pt.log(2.0 * scale), value)
 
 
 def poisson_laplace_closed_form(released: Variable, mean: Variable, scale: Variable) -> Variable:
@@ -300,4 +307,6 @@ def poisson_gaussian_log_marginal(
     terms = log_poisson + log_gaussian
     if public_n is not None:
         terms = pt.switch(k <= pt.as_tensor(max_total)[:, None], terms, -np.inf)
-    return pt.switch(mean > 0, pt.logsumexp(terms, axis=1), -np.inf)
+    value = pt.switch(mean > 0, pt.logsumexp(terms, axis=1), -np.inf)
+    at_zero = -0.5 * (released / scale) ** 2 - pt.log(scale * np.sqrt(2.0 * np.pi))
+    return pt.switch(pt.eq(mean, 0.0), at_zero, value)  # every k is 0

@@ -439,3 +439,76 @@ def test_private_poisson_regression_is_near_the_non_private_fit():
     assert abs(m_dp - m_np) < 2 * s_dp
     assert 1.0 < s_dp / s_np < 5.0
     assert int(private["sample_stats"]["diverging"].sum()) == 0
+
+
+# --- the adversarial review's findings ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "form", ["switch", "comparison", "floor"], ids=["switch", "comparison", "floor"]
+)
+def test_a_discontinuous_function_of_a_binned_covariate_is_refused(form):
+    def build():
+        xd = pm.Data("x", X)
+        b = pm.Normal("b")
+        if form == "switch":
+            logit = pm.math.switch(xd > 0.05, b, -b)
+        elif form == "comparison":
+            logit = b * (xd > 0.05)
+        else:
+            logit = b * pt.floor(3 * xd)
+        pm.Bernoulli("y", logit_p=logit, observed=OUTCOME)
+
+    _refused(build, NonPrivateModelError, "a discontinuous function", data_bounds={"x": (-1, 1)})
+
+
+def test_a_switch_on_an_indicator_read_at_its_levels_is_exact_and_accepted():
+    def build():
+        d = pm.Data("d", D)
+        b = pm.Normal("b")
+        pm.Bernoulli("y", logit_p=pm.math.switch(pt.gt(d, 0), b, -b), observed=OUTCOME)
+
+    model, link = _link(build, data_bounds={"d": (0, 1)})
+    p = pytensor.function([model["b"]], link.structure.parameters["probability"])(0.7)
+    np.testing.assert_allclose(p, special.expit([-0.7, 0.7]), rtol=1e-12)
+
+
+def test_record_coordinates_on_a_covariate_dim_are_refused():
+    """Found by the review: the dims of covariates index records as the observed's do."""
+
+    def build():
+        model = pm.modelcontext(None)
+        model.add_coord("patient", [f"id-{v:.6f}" for v in X])  # built from the records
+        xd = pm.Data("x", X, dims="patient")
+        pm.Bernoulli("y", logit_p=pm.Normal("b") * xd, observed=OUTCOME)
+
+    message = _refused(
+        build,
+        NonPrivateModelError,
+        r"dim 'patient' indexes the records of 'y'",
+        data_bounds={"x": (-1, 1)},
+    )
+    assert "id-" not in message
+
+
+def test_a_cell_probability_of_exactly_one_has_the_laplace_density_of_its_release():
+    """Found by the review: a mean of 0 (p = 1 exactly) gave −∞ instead of log Laplace(r; b)."""
+    from pymc_dp.families.poisson import poisson_laplace_log_marginal
+
+    value = poisson_laplace_log_marginal(
+        pt.as_tensor(np.array([0.7, -3.0])),
+        pt.as_tensor(np.zeros(2)),
+        pt.as_tensor(np.float64(2.0)),
+        None,
+        None,
+    ).eval()
+    np.testing.assert_allclose(value, -np.abs([0.7, -3.0]) / 2.0 - np.log(4.0), rtol=1e-12)
+
+
+def test_an_integer_covariate_with_fractional_bounds_is_told_how_to_bin_it():
+    def build():
+        k = pm.Data("k", D)
+        pm.Bernoulli("y", logit_p=pm.Normal("b") * k, observed=OUTCOME)
+
+    message = _refused(build, ValueError, "whole-number", data_bounds={"k": (0, 10.5)})
+    assert "the default for an integer array" in message and "covariate_bins={'k': B}" in message
