@@ -64,6 +64,7 @@ __all__ = [
     "latent_record_count",
     "positive_counts",
     "record_cells",
+    "record_count_initial_offset",
     "to_unit_interval",
 ]
 
@@ -320,6 +321,11 @@ class BoundedFamily(ABC):
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {}
     """NUTS options (``target_accept``, ``init``) the noise-aware model samples well with;
     the Laplace route uses them unless the caller chose its own."""
+
+    def initial_values(self, release) -> dict[str, np.ndarray]:
+        """Starting values of the noise-aware model's latent variables where its default
+        start would be outside their support (read from the release: public). None here."""
+        return {}
 
     @abstractmethod
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
@@ -596,6 +602,18 @@ def latent_record_count(
     else:
         offset = pm.Laplace(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
     return pm.Deterministic(f"{name}_n_records", released_n + scale * offset)
+
+
+def record_count_initial_offset(released_n, scale) -> np.ndarray:
+    """Start of ``<name>_n_records_offset`` (:func:`latent_record_count`) at which every
+    latent count is ≥ 1 even after PyMC's start jitter (±1 on the offset): 0 where the released
+    count is at least 1 + b, (1 − r)/b + 1 below. Public: reads the release only. (A cell or
+    group with few records has a released count near or below 0, where the default start,
+    the released count itself, lies outside the counts' support: the run would fail after its
+    release.)"""
+    released_n = np.asarray(released_n, dtype=np.float64).reshape(-1)
+    scale = float(scale)
+    return np.maximum(0.0, (1.0 - released_n) / scale + 1.0)
 
 
 def positive_counts(n: Variable, log_likelihood: Variable) -> Variable:

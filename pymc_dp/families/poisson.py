@@ -60,6 +60,7 @@ from pymc_dp.families.bounded import (
     check_group_labels,
     latent_record_count,
     positive_counts,
+    record_count_initial_offset,
 )
 
 __all__ = [
@@ -159,6 +160,17 @@ class PoissonFamily(BoundedFamily):
         )
         loglik = pt.sum(marginal(released_sum * c, n * rate, scale * c, n * c, public_n))
         return loglik if public_n is not None else positive_counts(n, loglik)
+
+    def initial_values(self, release) -> dict[str, np.ndarray]:
+        """A private n_g starts where every latent count is ≥ 1
+        (:func:`~pymc_dp.families.bounded.record_count_initial_offset`)."""
+        if release.public_n is not None:
+            return {}
+        released_n = np.asarray(release.noisy, dtype=np.float64).reshape(
+            release.structure.n_groups, -1
+        )[:, 0]
+        offset = record_count_initial_offset(released_n, release.scale)
+        return {f"{release.observed}_n_records_offset": offset}
 
     def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
         c = structure.bounds[1]

@@ -182,7 +182,8 @@ def _compiling_what(releases: Sequence[BoundedRelease], inference: str) -> str:
 def _noise_aware_sampler_defaults(kwargs: dict, releases) -> None:
     """NUTS options the bounded families' noise-aware models sample well with
     (``BoundedFamily.noise_aware_sampler``: the largest ``target_accept``, a dense mass matrix
-    if any asks for it), unless the caller chose them."""
+    if any asks for it) and the starts of their latent variables
+    (``BoundedFamily.initial_values``), unless the caller chose them."""
     wanted: dict = {}
     for release in releases:
         if isinstance(release, BoundedRelease):
@@ -190,6 +191,13 @@ def _noise_aware_sampler_defaults(kwargs: dict, releases) -> None:
                 if key == "target_accept":
                     value = max(wanted.get(key, value), value)
                 wanted[key] = value
+    starts = {}
+    for release in releases:
+        if isinstance(release, BoundedRelease):
+            starts.update(release.structure.family.initial_values(release))
+    given = kwargs.get("initvals")
+    if starts and (given is None or isinstance(given, dict)):
+        kwargs["initvals"] = {**starts, **(given or {})}  # the caller's starts win
     nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
     if "target_accept" in wanted and "target_accept" not in {**kwargs, **nuts}:
         kwargs["target_accept"] = wanted["target_accept"]

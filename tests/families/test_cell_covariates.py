@@ -512,3 +512,44 @@ def test_an_integer_covariate_with_fractional_bounds_is_told_how_to_bin_it():
 
     message = _refused(build, ValueError, "whole-number", data_bounds={"k": (0, 10.5)})
     assert "the default for an integer array" in message and "covariate_bins={'k': B}" in message
+
+
+def test_latent_counts_start_inside_their_support_whatever_the_release():
+    """Found in the Minneapolis notebook: empty cells release counts near or below 0, where
+    the default start (the released count) is outside the latent counts' support, and the
+    run failed after its release. The start survives PyMC's ±1 jitter of the offset."""
+    from pymc_dp.families.bounded import record_count_initial_offset
+
+    released = np.array([-7.3, -1.0, 0.0, 0.5, 2.9, 3.0, 250.0])
+    scale = 2.0
+    offset = record_count_initial_offset(released, scale)
+    for jitter in (-1.0, 0.0, 1.0):
+        assert np.all(released + scale * (offset + jitter) >= 1.0 - 1e-12)
+    assert offset[-1] == 0.0  # a well-populated cell starts at its release, as before
+
+
+@pytest.mark.integration
+def test_a_poisson_regression_with_empty_bins_starts_and_samples():
+    """Covariates on [0, 1] declared on [−1, 1]: half the bins are empty and their released
+    counts are noise around 0; every seed samples (was: 'Initial evaluation ... failed' after
+    the charge for about half of them)."""
+    x = RNG.uniform(0.0, 1.0, N)
+    for seed in range(6):
+        ledger = PrivacyLedger()
+        with pm.Model():
+            xd = pm.Data("x", x)
+            rate = pm.math.exp(pm.Normal("a") + pm.Normal("b") * xd)
+            pm.Poisson("y", mu=rate, observed=COUNTS)
+            idata = pymc_dp.sample(
+                20,
+                tune=20,
+                chains=1,
+                epsilon=1.0,
+                ledger=ledger,
+                data_bounds={"x": (-1, 1), "y": (0, 5)},
+                noise_rng=np.random.default_rng(seed),
+                noise_backend="numpy",
+                random_seed=seed,
+                progressbar=False,
+            )
+        assert len(ledger) == 1 and idata["posterior"]["b"].size == 20
