@@ -299,7 +299,7 @@ def record_dims(model: pm.Model, public: Iterable[str] = ()) -> dict[str, str]:
 def refuse_record_coords(
     model: pm.Model, neighbouring: str = "replace-one", public: Iterable[str] = ()
 ) -> None:
-    """Refuse coordinate values on a dim that indexes records (:func:`record_dims`: an
+    """Refuse coordinate values on a dim that indexes records (``record_dims``: an
     observed variable's, or a private container's with one row per record), other than
     0..n − 1; under add-remove-one, refuse any variable but the observed ones on such a dim.
 

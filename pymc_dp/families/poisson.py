@@ -64,6 +64,7 @@ from pymc_dp.families.bounded import (
 )
 
 __all__ = [
+    "CLOSED_FORM_SPREAD",
     "GAUSSIAN_WINDOW_SCALES",
     "WINDOW_SCALES",
     "PoissonFamily",
