@@ -57,7 +57,7 @@ EXECUTED_IN_CI = (
 )
 """Notebooks that this suite also runs top to bottom (the others take minutes). Notebooks 05
 (about two minutes) and 08 (non-private fits on 43,699 records beside the private ones:
-about ten) are marked ``slow`` and run in ``.ci/run``'s slow tier."""
+about fourteen) are marked ``slow`` and run in ``.ci/run``'s slow tier."""
 SLOW_NOTEBOOKS = {"05_calibrated_posteriors", "08_regression_mpls_stops"}
 RESULTS_VARIABLE = "PYMC_DP_RESULTS"
 """Environment variable naming the directory a notebook saves its files to (default
