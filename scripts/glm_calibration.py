@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pymc as pm
+from cells_calibration import sample_each  # scripts/ is on the path when run as a script
 from scipy import special, stats
 
 from pymc_dp.analysis import recognise
@@ -114,23 +115,8 @@ def laplace_intervals(design: str, covariates, y) -> np.ndarray:
 
 
 def private_intervals(m: pm.Model, released, rng) -> list[np.ndarray]:
-    with m:
-        step = pm.NUTS(target_accept=0.9)
     out = []
-    for values in released:
-        pm.set_data(values, model=m)
-        trace = pm.sample(
-            1000,
-            tune=500,
-            step=step,
-            model=m,
-            chains=1,
-            cores=1,
-            random_seed=int(rng.integers(2**31)),
-            progressbar=False,
-            compute_convergence_checks=False,
-            return_inferencedata=False,
-        )
+    for trace in sample_each(m, released, rng):
         draws = np.column_stack([trace.get_values("alpha"), trace.get_values("beta")])
         q = np.quantile(draws, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
         divergent = int(np.sum(trace.get_sampler_stats("diverging")))
