@@ -388,10 +388,26 @@ def _moments(idata, name):
     return draws.mean(("chain", "draw")).values, draws.std(("chain", "draw")).values
 
 
+def _assert_near(private, exact, name):
+    """The private posterior mean within four sds of where the release noise puts it.
+
+    The release noise is OpenDP's and is not seeded, so the gap between the private and the
+    non-private means is random. With both posteriors near Gaussian, the noise-aware mean
+    given the released table moves from the non-private mean by a spread of
+    √(s_dp² − s_np²) (the variance the noise adds, by the law of total variance); each
+    mean also carries Monte Carlo error s/√ESS (ESS ≥ 250 of 1,000 draws here). 0.2 s_np
+    allows for binning the covariate (a bias, not noise).
+    """
+    (m_dp, s_dp), (m_np, s_np) = _moments(private, name), _moments(exact, name)
+    spread = np.sqrt(max(s_dp**2 - s_np**2, 0.0) + (s_dp**2 + s_np**2) / 250)
+    assert abs(m_dp - m_np) < 4 * spread + 0.2 * s_np, (m_dp, s_dp, m_np, s_np)
+    return s_dp / s_np
+
+
 @pytest.mark.integration
 def test_private_logistic_regression_with_varying_intercepts_is_near_the_non_private_fit():
-    """n = 4,000, 4 groups, x on [−1, 1] in 10 bins, ε = 1: the slope's posterior mean within
-    one non-private sd of the non-private mean (binning and noise), its sd within 30%."""
+    """n = 4,000, 4 groups, x on [−1, 1] in 10 bins, ε = 1: the slope's posterior mean where
+    the noise puts it (`_assert_near`), its sd within 30% of the non-private sd."""
     rng = np.random.default_rng(5)
     n = 4000
     x, g = rng.uniform(-1, 1, n), rng.integers(0, 4, n)
@@ -407,9 +423,7 @@ def test_private_logistic_regression_with_varying_intercepts_is_near_the_non_pri
         return model
 
     private, exact = _compare(build, {"x": (-1, 1)})
-    (m_dp, s_dp), (m_np, s_np) = _moments(private, "beta"), _moments(exact, "beta")
-    assert abs(m_dp - m_np) < s_np
-    assert 0.95 < s_dp / s_np < 1.3
+    assert 0.95 < _assert_near(private, exact, "beta") < 1.3
     ledger = pymc_dp.PrivacyLedger.from_datatree(private)
     assert [e.variables for e in ledger.events] == [("y", "x")] and ledger.epsilon == 1.0
     assert "observed_data" not in private.children and "constant_data" not in private.children
@@ -418,9 +432,9 @@ def test_private_logistic_regression_with_varying_intercepts_is_near_the_non_pri
 
 @pytest.mark.integration
 def test_private_poisson_regression_is_near_the_non_private_fit():
-    """n = 4,000 counts in [0, 10], x on [−1, 1] in 10 bins, ε = 1: the slope within two
-    private sds of the non-private mean; the private sd at most 5× (counts up to 10 per
-    record: Σy's noise is 10× a Bernoulli's)."""
+    """n = 4,000 counts in [0, 10], x on [−1, 1] in 10 bins, ε = 1: the slope where the
+    noise puts it (`_assert_near`); the private sd at most 5× (counts up to 10 per record:
+    Σy's noise is 10× a Bernoulli's)."""
     rng = np.random.default_rng(6)
     n = 4000
     x = rng.uniform(-1, 1, n)
@@ -435,9 +449,7 @@ def test_private_poisson_regression_is_near_the_non_private_fit():
         return model
 
     private, exact = _compare(build, {"x": (-1, 1), "y": (0, 10)})
-    (m_dp, s_dp), (m_np, s_np) = _moments(private, "beta"), _moments(exact, "beta")
-    assert abs(m_dp - m_np) < 2 * s_dp
-    assert 1.0 < s_dp / s_np < 5.0
+    assert 1.0 < _assert_near(private, exact, "beta") < 5.0
     assert int(private["sample_stats"]["diverging"].sum()) == 0
 
 
