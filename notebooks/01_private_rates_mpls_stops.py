@@ -332,14 +332,23 @@ accuracy.round(4)
 # %% [markdown]
 # ## Saving and reloading the private trace
 #
-# The trace, with its released statistics and ledger, survives a netCDF round trip
-# (`h5netcdf`): the ledger is stored both as the `privacy_ledger` group and as JSON in
-# the root attribute `pymc_dp_ledger`.
+# `pymc_dp.to_netcdf` writes the trace, with its released statistics and ledger (stored both
+# as the `privacy_ledger` group and as JSON in the root attribute `pymc_dp_ledger`), and
+# refuses a trace holding anything the ledger does not cover — a group `observed_data` that
+# `pm.sample_posterior_predictive(idata, extend_inferencedata=True)` would fill with the raw
+# stops, say:
+
+# %%
+unsafe = idata.copy()
+unsafe["observed_data"] = xr.Dataset({"searched": ("stop", np.zeros(3))})  # as PyMC would
+try:
+    pymc_dp.to_netcdf(unsafe, "unsafe_trace.nc")
+except pymc_dp.UncertifiedTraceError as error:
+    print(str(error)[:160], "…")
 
 # %%
 with tempfile.TemporaryDirectory() as tmp:
-    path = Path(tmp) / "stops_trace.nc"
-    idata.to_netcdf(path, engine="h5netcdf")
+    path = pymc_dp.to_netcdf(idata, Path(tmp) / "stops_trace.nc")
     with xr.open_datatree(path, engine="h5netcdf") as loaded:
         loaded = loaded.load()
 print("groups:", list(loaded.children))

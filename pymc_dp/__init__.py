@@ -21,6 +21,8 @@ from pymc_dp.errors import (
     SessionCorruptedError,
     SessionMismatchError,
     StaleReleaseError,
+    UncertifiedTraceError,
+    UncertifiedTraceWarning,
 )
 from pymc_dp.families.base import ConjugateLink
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
@@ -30,8 +32,11 @@ from pymc_dp.mechanisms.statistics import (
     sufficient_statistics,
     sufficient_statistics_sensitivity,
 )
+from pymc_dp.planning import allocate, plan
 from pymc_dp.predictive import sample_posterior_predictive
+from pymc_dp.publish import to_netcdf
 from pymc_dp.records import Data
+from pymc_dp.reporting import report
 from pymc_dp.sampling import private_trace, sample
 from pymc_dp.session import PrivacySession
 from pymc_dp.steps import (
@@ -71,16 +76,21 @@ __all__ = [
     "SessionMismatchError",
     "StaleReleaseError",
     "TemperedConjugateGibbs",
+    "UncertifiedTraceError",
+    "UncertifiedTraceWarning",
     "__version__",
+    "allocate",
     "analyse_model",
     "analysis",
     "build_private_model",
     "hmm",
     "limits",
     "models",
+    "plan",
     "private_trace",
     "records",
     "release_sufficient_statistics",
+    "report",
     "routes",
     "sample",
     "sample_posterior_predictive",
@@ -88,4 +98,5 @@ __all__ = [
     "sufficient_statistics_sensitivity",
     "tempered",
     "theory",
+    "to_netcdf",
 ]

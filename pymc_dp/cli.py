@@ -223,7 +223,63 @@ def _parser() -> argparse.ArgumentParser:
         help="chains (default: 2 for laplace, 1 for ops: each OPS chain's draw costs ε/chains)",
     )
     _add_common_arguments(hmm, _run_hmm)
+    summary = commands.add_parser(
+        "report",
+        help="the privacy report of a saved private trace: a figure and an HTML page",
+        description=(
+            "Read a trace written by pymc-dp stops / hmm or pymc_dp.to_netcdf and write its "
+            "privacy report (pymc_dp.report): the ε spent per release, the released "
+            "statistics with their noise, the private interval widths and what the ε lets "
+            "anyone infer about one record. Reads only the trace: free post-processing."
+        ),
+        formatter_class=_HelpFormatter,
+    )
+    summary.add_argument("trace", type=Path, help="the trace (netCDF, engine h5netcdf)")
+    summary.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="the figure to write, PNG, PDF or SVG by its suffix (default: the trace's name "
+        "with _report.png)",
+    )
+    summary.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        help="also write the report's tables as HTML to this file (default: none)",
+    )
+    summary.set_defaults(run=_run_report)
     return parser
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    if not args.trace.is_file():
+        print(f"error: no such trace file: {args.trace}")
+        return 2
+    try:
+        with xr.open_datatree(args.trace, engine="h5netcdf") as loaded:
+            trace = loaded.load()
+    except (OSError, ValueError) as error:
+        print(f"error: {args.trace} is not a netCDF trace ({type(error).__name__})")
+        return 2
+    try:
+        summary = pymc_dp.report(trace)
+    except KeyError:
+        print(f"error: {args.trace} carries no privacy ledger (not a trace from pymc_dp)")
+        return 2
+    output = args.output or args.trace.with_name(f"{args.trace.stem}_report.png")
+    summary.savefig(output)
+    print(f"Privacy ledger of {args.trace}:")
+    print(_ledger_table(summary.ledger).to_string(index=False))
+    print(f"Total: ε = {summary.ledger.epsilon:g}, δ = {summary.ledger.delta:g}")
+    for note in summary.notes:
+        print(f"warning: {note}: the ledger does not cover it")
+    if args.html is not None:
+        args.html.write_text(summary.to_html(), encoding="utf-8")
+        print(f"Wrote {output} and {args.html}.")
+    else:
+        print(f"Wrote {output}.")
+    return 0
 
 
 def _add_common_arguments(command: argparse.ArgumentParser, run) -> None:
@@ -328,7 +384,7 @@ def _run_stops(args: argparse.Namespace) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.mechanism == "laplace" else f"_{args.mechanism}"
     trace_path = args.output_dir / f"stops{suffix}_trace.nc"
-    idata.to_netcdf(trace_path, engine="h5netcdf")
+    pymc_dp.to_netcdf(idata, trace_path)
     plot_path = args.output_dir / f"stops{suffix}_forest.png"
     label = _private_label(ledger, args)
     _rate_figure(idata, plot_path, label, one_sample)
@@ -476,7 +532,7 @@ def _run_hmm(args: argparse.Namespace) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"hmm_{args.regions}_{args.mechanism}"
     trace_path = args.output_dir / f"{stem}_trace.nc"
-    relabelled.to_netcdf(trace_path, engine="h5netcdf")
+    pymc_dp.to_netcdf(relabelled, trace_path)
     label = f"private, {args.mechanism}, ε = {args.epsilon:g}, K = {args.states}"
     states_path = args.output_dir / f"{stem}_states.png"
     plot_modal_states(
@@ -578,21 +634,21 @@ def _interval(low: pd.Series, high: pd.Series) -> pd.Series:
     )
 
 
+_LEDGER_COLUMNS = (
+    "mechanism",
+    "epsilon",
+    "delta",
+    "sensitivity",
+    "neighbouring",
+    "variables",
+    "noise_backend",
+    "noise_scale",
+    "temperature",
+)
+
+
 def _ledger_table(ledger: pymc_dp.PrivacyLedger) -> pd.DataFrame:
-    columns = [
-        "mechanism",
-        "epsilon",
-        "delta",
-        "sensitivity",
-        "neighbouring",
-        "variables",
-        "noise_backend",
-        "noise_scale",
-        "temperature",
-    ]
-    table = pd.DataFrame([{c: getattr(e, c) for c in columns} for e in ledger.events])
-    table = table.dropna(axis=1, how="all")  # noise scale or temperature: one applies
-    return table.assign(variables=lambda df: df["variables"].map(", ".join))
+    return ledger.to_dataframe(_LEDGER_COLUMNS)
 
 
 _PLOT_TITLE = "Person-search rate by perceived race, Minneapolis police stops 2017"

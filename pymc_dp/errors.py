@@ -21,6 +21,8 @@ __all__ = [
     "SessionCorruptedError",
     "SessionMismatchError",
     "StaleReleaseError",
+    "UncertifiedTraceError",
+    "UncertifiedTraceWarning",
     "value_free_repr",
 ]
 
@@ -157,6 +159,61 @@ class StaleReleaseError(PrivacyError, ValueError):
     Traceback (most recent call last):
     ...
     pymc_dp.errors.StaleReleaseError: y: the step's release was made from other ...
+    """
+
+
+class UncertifiedTraceError(PrivacyError, ValueError):
+    """A trace holds content its privacy ledger does not cover, or carries no ledger, and
+    :func:`pymc_dp.to_netcdf` was asked to write it. Nothing was written.
+
+    A trace from :func:`pymc_dp.sample` is certified when its ledger is attached
+    (:mod:`pymc_dp.certificate`); a group added afterwards — ``observed_data`` from
+    ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, ``log_likelihood``
+    from ``pm.compute_log_likelihood`` — or a variable added or changed by hand is not.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import xarray as xr
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    ...     idata = pymc_dp.sample(20, tune=20, chains=1, epsilon=1.0, progressbar=False)
+    >>> idata["observed_data"] = xr.Dataset({"y": ("y_dim_0", outcome)})  # as PyMC would
+    >>> pymc_dp.to_netcdf(idata, "trace.nc")
+    Traceback (most recent call last):
+    ...
+    pymc_dp.errors.UncertifiedTraceError: not written: trace.nc ... group 'observed_data' ...
+    """
+
+
+class UncertifiedTraceWarning(UserWarning):
+    """A trace's ledger no longer covers everything the trace holds (content added or changed
+    after :func:`pymc_dp.sample` certified it): warned by
+    :meth:`pymc_dp.PrivacyLedger.from_datatree`, which still returns the ledger.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import pymc as pm
+    >>> import pymc_dp
+    >>> outcome = np.random.default_rng(0).binomial(1, 0.3, size=100)  # private 0/1 records
+    >>> with pm.Model():
+    ...     p = pm.Beta("p", 1, 1)
+    ...     y = pm.Bernoulli("y", p=p, observed=outcome)
+    ...     idata = pymc_dp.sample(20, tune=20, chains=1, epsilon=1.0, progressbar=False)
+    >>> idata["posterior"]["odds"] = idata["posterior"]["p"] / (1 - idata["posterior"]["p"])
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     ledger = pymc_dp.PrivacyLedger.from_datatree(idata)
+    >>> print(caught[0].category.__name__, ledger.epsilon)
+    UncertifiedTraceWarning 1.0
+    >>> str(caught[0].message)[:80]
+    "the ledger no longer covers this trace: it holds group 'posterior' (variable 'od"
     """
 
 

@@ -26,22 +26,27 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import html
 import json
 import math
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from pymc_dp.accounting import DEFAULT_DELTA, Composition, basic_composition
 from pymc_dp.accounting import epsilon_at as _epsilon_at
-from pymc_dp.errors import BudgetExceededError
+from pymc_dp.certificate import certify, is_certified, uncertified
+from pymc_dp.errors import BudgetExceededError, UncertifiedTraceWarning
 
 __all__ = [
     "LEDGER_ATTR",
+    "LEDGER_COLUMNS",
     "LEDGER_GROUP",
     "NEIGHBOURING_RELATIONS",
     "Neighbouring",
@@ -60,6 +65,20 @@ LEDGER_GROUP = "privacy_ledger"
 """Name of the DataTree group that holds the ledger (one row per event)."""
 LEDGER_ATTR = "pymc_dp_ledger"
 """Name of the root attribute that holds the ledger as JSON."""
+
+LEDGER_COLUMNS: tuple[str, ...] = (
+    "mechanism",
+    "variables",
+    "statistic",
+    "epsilon",
+    "delta",
+    "sensitivity",
+    "noise_scale",
+    "temperature",
+    "neighbouring",
+    "partition",
+)
+"""The columns of :meth:`~pymc_dp.PrivacyLedger.to_dataframe` by default (event fields)."""
 
 Neighbouring = Literal["replace-one", "add-remove-one"]
 NEIGHBOURING_RELATIONS: tuple[str, ...] = ("replace-one", "add-remove-one")
@@ -646,6 +665,96 @@ class PrivacyLedger:
             )
         return xr.Dataset(data_vars, coords={"event": np.arange(len(self._events))}, attrs=attrs)
 
+    def to_dataframe(self, columns: Iterable[str] | None = None) -> pd.DataFrame:
+        """The events as a ``pandas.DataFrame``, one row per event (index ``event``).
+
+        Parameters
+        ----------
+        columns : iterable of str, optional
+            Fields of :class:`PrivacyEvent` to keep, in order; by default
+            :data:`~pymc_dp.ledger.LEDGER_COLUMNS` (what was released, its cost,
+            sensitivity, noise scale or temperature, neighbouring relation).
+            ``noise_scale`` and ``temperature`` are left out when no event fills them
+            (posterior sampling has no noise scale, a noise mechanism no temperature).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``variables`` joined by ", "; ``attrs`` holds the totals: ``epsilon``, ``delta``
+            (basic composition), ``tight_epsilon`` at ``tight_delta`` and ``tight_method``
+            (:meth:`epsilon_at` at :attr:`reporting_delta`), ``budget`` (or None) and
+            ``guaranteed``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import pymc_dp
+        >>> from pymc_dp.mechanisms import release_laplace
+        >>> ledger = pymc_dp.PrivacyLedger(budget=1.0)
+        >>> _ = release_laplace(np.array([3.0]), sensitivity=1.0, epsilon=0.25, ledger=ledger,
+        ...                     neighbouring="replace-one", variables=("y",),
+        ...                     statistic="count of y")
+        >>> table = ledger.to_dataframe()
+        >>> table[["mechanism", "variables", "epsilon", "noise_scale"]]
+              mechanism variables  epsilon  noise_scale
+        event
+        0       laplace         y     0.25          4.0
+        >>> table.attrs["epsilon"]
+        0.25
+        """
+        fields = [f.name for f in dataclasses.fields(PrivacyEvent)]
+        chosen = list(LEDGER_COLUMNS if columns is None else columns)
+        unknown = [c for c in chosen if c not in fields]
+        if unknown:
+            raise ValueError(f"not fields of PrivacyEvent: {unknown}; they are {fields}")
+        rows = [
+            {c: ", ".join(e.variables) if c == "variables" else getattr(e, c) for c in chosen}
+            for e in self._events
+        ]
+        table = pd.DataFrame(rows, columns=chosen)
+        # one of noise_scale and temperature applies to each mechanism
+        empty = [c for c in ("noise_scale", "temperature") if c in chosen and table[c].isna().all()]
+        table = table.drop(columns=empty)
+        table.index.name = "event"
+        tight = self.epsilon_at(self.reporting_delta)
+        table.attrs.update(
+            epsilon=self.epsilon,
+            delta=self.delta,
+            tight_epsilon=tight.epsilon,
+            tight_delta=tight.delta,
+            tight_method=tight.method,
+            budget=self.budget,
+            guaranteed=self.guaranteed,
+        )
+        return table
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: the totals, the budget and the events' table (HTML-escaped)."""
+        table = self.to_dataframe()
+        tight = table.attrs
+        lines = [
+            f"<strong>PrivacyLedger</strong>: {len(self)} event(s), "
+            f"&epsilon; = {self.epsilon:g}, &delta; = {self.delta:g} "
+            f"({html.escape(self.composition)}); tightest valid: &epsilon; = "
+            f"{tight['tight_epsilon']:.4g} at &delta; = {tight['tight_delta']:g} "
+            f"({html.escape(str(tight['tight_method']))})"
+        ]
+        if self.budget is not None:
+            left = self.remaining()
+            lines.append(
+                f"budget (&epsilon;, &delta;) = ({self.budget[0]:g}, {self.budget[1]:g}); "
+                f"remaining ({left.epsilon:.4g}, {left.delta:.4g})"
+            )
+        if not self.guaranteed:
+            lines.append(
+                "<strong>NOT A GUARANTEE</strong>: an event rests on an unverified "
+                "assumption (column unverified_assumption)"
+            )
+        if self.session is not None:
+            lines.append(f"session {html.escape(str(self.session.dataset_id))}")
+        body = table.to_html(escape=True, float_format=lambda v: f"{v:.4g}", na_rep="")
+        return "<div>" + "<br>".join(lines) + body + "</div>"
+
     @classmethod
     def from_dataset(cls, dataset: xr.Dataset) -> PrivacyLedger:
         """Rebuild a ledger from :meth:`to_dataset` output."""
@@ -655,22 +764,53 @@ class PrivacyLedger:
     def from_datatree(cls, idata: xr.DataTree) -> PrivacyLedger:
         """Read the ledger stored in a trace returned by :func:`pymc_dp.sample`.
 
+        The ledger covers what the trace held when it was made (:mod:`pymc_dp.certificate`).
+        If anything was added or changed since — ``observed_data`` from
+        ``pm.sample_posterior_predictive(..., extend_inferencedata=True)``, a
+        ``log_likelihood``, a hand-made variable — the ledger is still returned, with an
+        :class:`~pymc_dp.errors.UncertifiedTraceWarning` naming what it does not cover
+        (:func:`pymc_dp.to_netcdf` refuses to write such a trace).
+
         Raises
         ------
         KeyError
             If the trace carries no ledger.
+
+        Warns
+        -----
+        UncertifiedTraceWarning
+            If the trace holds content its certificate does not cover, or has no certificate.
         """
         if LEDGER_ATTR in idata.attrs:
-            return cls.from_json(str(idata.attrs[LEDGER_ATTR]))
-        if LEDGER_GROUP in idata.children:
-            return cls.from_dataset(idata[LEDGER_GROUP].to_dataset())
-        raise KeyError("this trace carries no privacy ledger")
+            ledger = cls.from_json(str(idata.attrs[LEDGER_ATTR]))
+        elif LEDGER_GROUP in idata.children:
+            ledger = cls.from_dataset(idata[LEDGER_GROUP].to_dataset())
+        else:
+            raise KeyError("this trace carries no privacy ledger")
+        extra = uncertified(idata)
+        if extra:
+            warnings.warn(
+                "the ledger no longer covers this trace: it holds "
+                + "; ".join(extra)
+                + (
+                    ". Delete what was added (del idata[group]), or use pymc_dp's own "
+                    "functions (pymc_dp.sample_posterior_predictive); pymc_dp.to_netcdf "
+                    "refuses to write it as it is."
+                    if is_certified(idata)
+                    else "."
+                ),
+                UncertifiedTraceWarning,
+                stacklevel=2,
+            )
+        return ledger
 
     def attach(self, idata: xr.DataTree) -> xr.DataTree:
-        """Store the ledger in ``idata`` (group and root attribute), in place; returns it."""
+        """Store the ledger in ``idata`` (group and root attribute) and certify the trace's
+        content as what the ledger covers (:func:`pymc_dp.certificate.certify`), in place;
+        returns it. Call it only on a trace stripped to what was released."""
         idata[LEDGER_GROUP] = self.to_dataset()
         idata.attrs[LEDGER_ATTR] = self.to_json()
-        return idata
+        return certify(idata)
 
     def copy(self) -> PrivacyLedger:
         """A new in-memory ledger with the same budget, events and session record."""

@@ -29,6 +29,7 @@ from pymc_dp.analysis.graph import (
     split_parameter,
     variable_value,
 )
+from pymc_dp.certificate import certify, still_certified
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.ledger import LEDGER_ATTR, LEDGER_GROUP
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
@@ -77,6 +78,8 @@ def sample_posterior_predictive(
     xarray.DataTree
         Group ``posterior_predictive``: variable ``<observed name>`` with dims
         ``(chain, draw, <group dims>, <name>_record[, category])``. Never ``observed_data``.
+        Added in place to a trace whose ledger covers all of it, the group is covered too
+        (:mod:`pymc_dp.certificate`): :func:`pymc_dp.to_netcdf` writes it.
 
     Raises
     ------
@@ -145,8 +148,10 @@ def sample_posterior_predictive(
     dataset = draws[PREDICTIVE_GROUP].to_dataset()
     if not extend_inferencedata:
         return xr.DataTree.from_dict({PREDICTIVE_GROUP: dataset})
+    covered = still_certified(idata)
     idata[PREDICTIVE_GROUP] = dataset
-    return idata
+    # post-processing of released draws: the ledger covers it if it covered the trace
+    return certify(idata) if covered else idata
 
 
 def _parameter(model, rv, posterior):

@@ -236,7 +236,7 @@ def test_every_option_has_help_text_and_shows_its_default():
                 assert shown.endswith(f"(default: {action.default})"), option
             assert "".join(shown.split()) in rendered, option
             checked += 1
-    assert checked == 29  # stops: 10 + 5 common; hmm: 9 + 5 common
+    assert checked == 31  # stops: 10 + 5 common; hmm: 9 + 5 common; report: 2
 
 
 @pytest.mark.parametrize(

@@ -151,3 +151,50 @@ def test_gaussian_event_carries_rho_and_old_json_still_reads():
     assert np.isnan(PrivacyLedger(events=[laplace]).to_dataset()["rho"][0])
     with pytest.raises(ValueError, match="rho must be a finite number > 0"):
         PrivacyEvent("gaussian", 1.0, 1e-6, 1.0, "replace-one", ("y",), "opendp", 4.5, rho=-1.0)
+
+
+def test_dataframe_has_one_row_per_event_and_the_totals():
+    ledger = PrivacyLedger(budget=(2.0, 1e-6))
+    ledger.charge(event(0.5, variables=("y", "g"), statistic="counts of y by g", noise_scale=4.0))
+    ledger.charge(
+        event(0.25, mechanism="ops", noise_scale=None, temperature=3.0, statistic="one draw")
+    )
+    table = ledger.to_dataframe()
+    assert list(table.columns) == [
+        "mechanism",
+        "variables",
+        "statistic",
+        "epsilon",
+        "delta",
+        "sensitivity",
+        "noise_scale",
+        "temperature",
+        "neighbouring",
+        "partition",
+    ]
+    assert table.index.name == "event" and len(table) == 2
+    assert table.loc[0, "variables"] == "y, g" and table.loc[1, "temperature"] == 3.0
+    assert math.isnan(table.loc[1, "noise_scale"]) and math.isnan(table.loc[0, "temperature"])
+    assert table["epsilon"].sum() == table.attrs["epsilon"] == ledger.epsilon == 0.75
+    assert table.attrs["budget"] == (2.0, 1e-6) and table.attrs["guaranteed"]
+    assert table.attrs["tight_delta"] == 1e-6
+    assert table.attrs["tight_epsilon"] == ledger.epsilon_at(1e-6).epsilon
+    noise_only = PrivacyLedger(events=[event(0.5)]).to_dataframe()
+    assert "temperature" not in noise_only.columns  # no event fills it
+    chosen = ledger.to_dataframe(["epsilon", "mechanism"])
+    assert list(chosen.columns) == ["epsilon", "mechanism"]
+    with pytest.raises(ValueError, match=r"not fields of PrivacyEvent: \['eps'\]"):
+        ledger.to_dataframe(["eps"])
+    empty = PrivacyLedger().to_dataframe()
+    assert len(empty) == 0 and empty.attrs["epsilon"] == 0
+
+
+def test_html_view_shows_totals_budget_and_escaped_events():
+    ledger = PrivacyLedger(budget=1.0)
+    ledger.charge(event(0.25, statistic="<script>alert(1)</script>"))
+    html = ledger._repr_html_()
+    assert "&epsilon; = 0.25" in html and "remaining (0.75, 0)" in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "NOT A GUARANTEE" not in html
+    ledger.charge(event(0.25, unverified_assumption="every step rejects with p <= delta/n"))
+    assert "NOT A GUARANTEE" in ledger._repr_html_()

@@ -17,6 +17,8 @@ import pandas as pd
 import xarray as xr
 from scipy.optimize import linear_sum_assignment
 
+from pymc_dp.certificate import certify, still_certified
+
 __all__ = ["emission_profiles", "modal_states", "relabel_states"]
 
 _RELABEL_ATTR = "pymc_dp_relabelled"
@@ -61,6 +63,7 @@ def relabel_states(idata: xr.DataTree) -> xr.DataTree:
     -------
     DataTree
         Same groups; the posterior relabelled; root attribute ``pymc_dp_relabelled`` = 1.
+        Certified (:mod:`pymc_dp.certificate`) if ``idata``'s ledger covered all of it.
     """
     posterior = idata["posterior"].to_dataset()
     profiles = _profiles(posterior)
@@ -76,7 +79,8 @@ def relabel_states(idata: xr.DataTree) -> xr.DataTree:
     result = idata.copy()
     result["posterior"] = relabelled.assign_attrs(posterior.attrs)
     result.attrs[_RELABEL_ATTR] = 1
-    return result
+    # a permutation of released draws: covered by the ledger if the input was
+    return certify(result) if still_certified(idata) else result
 
 
 def modal_states(idata: xr.DataTree) -> xr.DataArray:
