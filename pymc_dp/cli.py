@@ -25,6 +25,7 @@ import argparse
 import math
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,13 +35,20 @@ import pandas as pd
 import xarray as xr
 
 import pymc_dp
-from pymc_dp.datasets import load_mpls_stops
+from pymc_dp.datasets import MPLS_STOPS_CATEGORIES, load_mpls_stops
 from pymc_dp.hmm.plots import plot_emissions, plot_modal_states
 from pymc_dp.hmm.relabel import emission_profiles, relabel_states
 from pymc_dp.inference import DEFAULT_INFERENCE
 from pymc_dp.models import naive_bayes_hmm
 from pymc_dp.reference import NONPRIVATE_HEADING, exact_conjugate_posterior
-from pymc_dp.stops import HMM_FEATURE_LABELS, RATE, REASON, stops_cells, stops_model
+from pymc_dp.stops import (
+    HMM_FEATURE_LABELS,
+    RATE,
+    REASON,
+    stops_cells,
+    stops_model,
+    stops_planning_model,
+)
 from pymc_dp.traces import RELEASED_GROUP
 
 __all__ = ["main"]
@@ -169,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a0 of the truncated priors of ops and gibbs-exponential",
     )
     stops.add_argument(
+        "--plan",
+        action="store_true",
+        help="release nothing: print pymc_dp.plan's predicted interval widths at ε/10, ε/3, ε "
+        "and 3ε from simulated stops (public n; equal race groups assumed, every outcome "
+        "recorded), and pymc_dp.allocate's split of ε between the two releases for the rates",
+    )
+    stops.add_argument(
         "--nonprivate-comparison",
         action="store_true",
         help="for the data holder only: reads the raw data, not differentially private, never "
@@ -250,6 +265,41 @@ def _parser() -> argparse.ArgumentParser:
     )
     summary.set_defaults(run=_run_report)
     return parser
+
+
+def _plan_stops(args: argparse.Namespace, n_stops: int) -> int:
+    """``pymc-dp stops --plan``: the planner's table and the allocation; nothing released."""
+    if args.mechanism != "laplace" or args.neighbouring != "replace-one":
+        print("error: --plan is for --mechanism laplace under --neighbouring replace-one")
+        return 2
+    model, stand_ins = stops_planning_model(n_stops)
+    grid = sorted({args.epsilon / 10, args.epsilon / 3, args.epsilon, 3 * args.epsilon})
+    print(
+        f"Plan for the Minneapolis stops ({n_stops:,} stops, public under replace-one): "
+        "nothing is read or released. Assumed: every stop has a recorded person-search "
+        "outcome and the races are equally frequent (the real numbers are private).\n"
+    )
+    options = dict(model=model, data=stand_ins, random_seed=args.seed, draws=400, tune=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        table = pymc_dp.plan(grid, datasets=10, var_names=[RATE], **options)
+        allocation = pymc_dp.allocate(args.epsilon, datasets=6, var_names=[RATE], **options)
+    table = table.assign(race=table["parameter"].str.slice(len(RATE) + 1, -1))
+    widths = table.pivot(index="race", columns="epsilon", values="width_private")
+    widths.columns = [f"ε = {eps:.3g}" for eps in widths.columns]
+    widths["non-private"] = table.groupby("race")["width_nonprivate"].first()
+    print(
+        "Predicted width of the 90% interval of each person-search rate (mean of 10 simulated "
+        "data sets; the chance a release halves the prior's width is "
+        f"at least {table['informative'].min():.0%} in every row):"
+    )
+    print(widths.loc[list(MPLS_STOPS_CATEGORIES["race"])].to_string(float_format="%.4f"))
+    split = ", ".join(f"{name} {eps:.3g}" for name, eps in allocation.epsilon.items())
+    print(
+        f"\nSplit of ε = {args.epsilon:g} for the rates (pymc_dp.allocate): {split}; the rates' "
+        f"variance {allocation.variance_ratio:.2f}× the equal split's."
+    )
+    return 0
 
 
 def _run_report(args: argparse.Namespace) -> int:
@@ -353,6 +403,8 @@ def _run_stops(args: argparse.Namespace) -> int:
         print("error: --delta is the δ of --noise gaussian; Laplace noise spends no δ")
         return 2
     stops = load_mpls_stops()
+    if args.plan:
+        return _plan_stops(args, len(stops))
     model = stops_model(stops, args.truncation if tempered else None)
     print(
         f"Minneapolis police stops, 2017{_record_count(len(stops), args.neighbouring)}. "

@@ -54,6 +54,7 @@ LITTLE_INFORMATION = 0.8
 
 _REFUSED_OPTIONS = ("ledger", "session", "budget", "step", "noise_rng", "noise_backend", "model")
 _BISECTIONS = 5
+_PRIOR_DRAWS = 1000
 
 
 def plan(
@@ -529,11 +530,25 @@ def _simulate(model: pm.Model, datasets: int, rng, names):
             raise ValueError(
                 f"{rv.name}: an improper prior cannot be simulated; give it a proper one"
             )
+    observed = [rv.name for rv in model.observed_RVs]
     with _quiet():
+        # the prior's widths from 1,000 draws of the parameters alone; the data sets from as
+        # many joint draws as there are data sets (records can be many: never 1,000 copies)
         prior = pm.sample_prior_predictive(
-            draws=max(datasets, 1000), model=model, random_seed=rng, return_inferencedata=True
+            draws=_PRIOR_DRAWS,
+            model=model,
+            var_names=names,
+            random_seed=rng,
+            return_inferencedata=True,
         )
-    predictive = prior["prior_predictive"]
+        joint = pm.sample_prior_predictive(
+            draws=datasets,
+            model=model,
+            var_names=observed,
+            random_seed=rng,
+            return_inferencedata=True,
+        )
+    predictive = joint["prior_predictive"]
     simulated = [
         {
             rv.name: np.asarray(predictive[rv.name].values[0, s], dtype=rv.dtype)

@@ -33,6 +33,7 @@ __all__ = [
     "REASON",
     "stops_cells",
     "stops_model",
+    "stops_planning_model",
     "stops_weeks",
 ]
 
@@ -76,6 +77,32 @@ def stops_model(stops: pd.DataFrame, truncation: float | None = None) -> pm.Mode
         pm.Bernoulli("person_search", p=rate[race_index], observed=searched)
         pm.Categorical("stop_reason", p=reason, observed=reason_index)
     return model
+
+
+PLANNING_LABELS = "race_label"
+"""Name of the ``pm.Data`` holding the race labels in :func:`stops_planning_model`."""
+
+
+def stops_planning_model(n_stops: int) -> tuple[pm.Model, dict[str, np.ndarray]]:
+    """The structure of :func:`stops_model` for :func:`pymc_dp.plan`, from public numbers only.
+
+    Every one of the ``n_stops`` stops (public under replace-one) is taken to have a recorded
+    person-search outcome, and the races to be equally frequent: the true number recorded
+    and the group sizes are private, so a plan cannot use them. The race labels are a
+    ``pm.Data`` (:data:`PLANNING_LABELS`), private as in the real run; the second item is
+    their public stand-in for ``pymc_dp.plan(data=...)``. Observed values are zeros: a plan
+    replaces them with simulated records.
+    """
+    races = list(MPLS_STOPS_CATEGORIES["race"])
+    reasons = list(MPLS_STOPS_CATEGORIES["problem"])
+    labels = np.arange(int(n_stops), dtype=np.int64) % len(races)
+    with pm.Model(coords={"race": races, "reason": reasons}) as model:
+        race_index = pm.Data(PLANNING_LABELS, labels)
+        rate = pm.Beta(RATE, alpha=1.0, beta=1.0, dims="race")
+        reason = pm.Dirichlet(REASON, a=np.ones(len(reasons)), dims="reason")
+        pm.Bernoulli("person_search", p=rate[race_index], observed=np.zeros(n_stops, np.int64))
+        pm.Categorical("stop_reason", p=reason, observed=np.zeros(n_stops, np.int64))
+    return model, {PLANNING_LABELS: labels}
 
 
 # --- region × week cells for the naive-Bayes HMM (Foulds et al. 2016, §5) ------------------

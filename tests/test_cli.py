@@ -236,7 +236,7 @@ def test_every_option_has_help_text_and_shows_its_default():
                 assert shown.endswith(f"(default: {action.default})"), option
             assert "".join(shown.split()) in rendered, option
             checked += 1
-    assert checked == 31  # stops: 10 + 5 common; hmm: 9 + 5 common; report: 2
+    assert checked == 32  # stops: 11 + 5 common; hmm: 9 + 5 common; report: 2
 
 
 @pytest.mark.parametrize(
@@ -292,3 +292,21 @@ def test_hmm_job_with_ops_reports_the_convergence_caveat(tmp_path, capsys):
     (event,) = PrivacyLedger.from_datatree(trace).events
     assert event.assumes_convergence and event.worst_case_epsilon > 10 * event.epsilon
     assert trace["posterior"].sizes["draw"] == 1
+
+
+def test_plan_releases_nothing_under_add_remove_one(capsys):
+    assert main(["stops", "--plan", "--neighbouring", "add-remove-one"]) == 2
+    assert "--plan is for --mechanism laplace under --neighbouring replace-one" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.integration
+def test_plan_prints_the_predicted_widths_and_the_split(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["stops", "--plan", "--seed", "1", "--epsilon", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing is read or released" in out and "equally frequent" in out
+    assert re.search(r"ε = 0\.1 +ε = 0\.333 +ε = 1 +ε = 3 +non-private", out)
+    assert "Split of ε = 1 for the rates (pymc_dp.allocate): person_search" in out
+    assert list(tmp_path.iterdir()) == []  # no trace, no figure: nothing was released
