@@ -186,7 +186,12 @@ class PrivacyReport:
             )
         ax.set_yticks(position, table["parameter"], fontsize=8 if len(table) > 15 else 10)
         ax.invert_yaxis()
-        ax.set_xlim(left=0)
+        shown = table.drop(columns="parameter").to_numpy(dtype=float)
+        shown = shown[np.isfinite(shown) & (shown > 0)]
+        if shown.size and shown.max() > 20 * shown.min():  # one wide interval hides the rest
+            ax.set_xscale("log")
+        else:
+            ax.set_xlim(left=0)
         ax.set_xlabel(f"width of the central {self.interval:.0%} interval")
         ax.set_title("What privacy cost in precision")
         ax.legend(loc="upper right", fontsize=9)

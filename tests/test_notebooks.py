@@ -48,12 +48,14 @@ MIN_FIGURES = {
     "06_inferential_limits": 5,
     "07_dirichlet_mechanisms": 5,
     "08_regression_mpls_stops": 2,
+    "09_plan_a_study": 2,
 }
 EXECUTED_IN_CI = (
     "05_calibrated_posteriors",
     "06_inferential_limits",
     "07_dirichlet_mechanisms",
     "08_regression_mpls_stops",
+    "09_plan_a_study",
 )
 """Notebooks that this suite also runs top to bottom (the others take minutes). Notebooks 05
 (about two minutes) and 08 (non-private fits on 43,699 records beside the private ones:
