@@ -1,9 +1,8 @@
 """What a private trace was certified to hold: a digest of each of its groups' contents.
 
 :func:`pymc_dp.sample` strips a trace down to what its route released (``posterior``,
-``sample_stats``, ``released_statistics``, ``privacy_ledger``: :mod:`pymc_dp.traces`) and
-then attaches the ledger. When the ledger is attached (:meth:`PrivacyLedger.attach
-<pymc_dp.PrivacyLedger.attach>`) the trace is *certified*: root attribute
+``sample_stats``, ``released_statistics``, ``privacy_ledger``: :mod:`pymc_dp.traces`),
+attaches the ledger and *certifies* the trace: root attribute
 :data:`CERTIFICATE_ATTR` holds, as JSON, a SHA-256 digest of every variable (data and
 coordinate: dims, dtype, shape, values, attributes) and of the attributes of every group and
 of the root. The certificate says: this is what the ledger covers.
@@ -20,6 +19,12 @@ Post-processing inside ``pymc_dp`` that reads only a trace's released content
 (:func:`pymc_dp.sample_posterior_predictive`, :func:`pymc_dp.hmm.relabel.relabel_states`) certifies
 its result when its input was fully certified (:func:`still_certified`), and leaves it
 uncertified otherwise.
+
+Only :func:`pymc_dp.sample` certifies. :meth:`PrivacyLedger.attach
+<pymc_dp.PrivacyLedger.attach>` and :func:`pymc_dp.private_trace` (a trace assembled by hand)
+do not: they cannot tell a posterior of released statistics from one of the raw records, so
+:func:`pymc_dp.to_netcdf` refuses what they produce, and attaching a ledger to a certified
+trace leaves it uncovered.
 
 What this is not: a signature. The certificate guards against accidents — a PyMC function
 that copies records into a trace, a helper that adds a column — not against a data holder who
@@ -40,9 +45,11 @@ import xarray as xr
 __all__ = [
     "CERTIFICATE_ATTR",
     "certify",
+    "certify_stripped",
     "is_certified",
     "still_certified",
     "uncertified",
+    "uncertified_items",
 ]
 
 CERTIFICATE_ATTR = "pymc_dp_certificate"
@@ -52,11 +59,16 @@ _VERSION = 1
 
 def _plain(value: Any) -> Any:
     """An attribute value as plain Python, the same before and after a netCDF round trip
-    (lists come back as arrays, a one-element list as its element, ints as NumPy integers)."""
+    (lists come back as arrays, a one-element list as its element, ints as NumPy integers,
+    a list of ints and floats as floats): every number as a float."""
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):  # [1, 2.5] comes back as [1.0, 2.5]
+        return float(value)
     if isinstance(value, list | tuple):
         items = [_plain(v) for v in value]
         return items[0] if len(items) == 1 else items
@@ -83,6 +95,10 @@ def _values_bytes(values: np.ndarray) -> bytes:
             for v in values.ravel().tolist()
         )
         return "\x1f".join(text).encode()
+    if values.dtype.kind == "M":  # netCDF reads times back in nanoseconds
+        values = values.astype("datetime64[ns]")
+    elif values.dtype.kind == "m":
+        values = values.astype("timedelta64[ns]")
     array = np.ascontiguousarray(values)
     if array.dtype.byteorder == ">":
         array = array.astype(array.dtype.newbyteorder("<"))
@@ -112,12 +128,23 @@ def _contents(idata: xr.DataTree) -> dict[str, str]:
     return contents
 
 
+def certify_stripped(idata: xr.DataTree, groups: tuple[str, ...]) -> xr.DataTree:
+    """:func:`certify` a trace that holds only ``groups`` at its top level and no nested
+    group; raise ``RuntimeError`` (a route's bug: nothing certified) otherwise. Called by
+    :func:`pymc_dp.sample` alone, on the trace its route has stripped."""
+    extra = sorted(set(idata.children) - set(groups))
+    nested = sorted(node.path for node in idata.subtree if node.depth > 1)
+    if extra or nested:
+        raise RuntimeError(f"not certified: the trace holds groups {extra + nested}")
+    return certify(idata)
+
+
 def certify(idata: xr.DataTree) -> xr.DataTree:
     """Certify ``idata``'s current content (root attribute :data:`CERTIFICATE_ATTR`), in place.
 
-    Called when a ledger is attached to a trace whose route has stripped it
-    (:meth:`pymc_dp.PrivacyLedger.attach`) and by post-processing of a fully certified trace.
-    Not for users: certifying a trace asserts that everything in it was released.
+    Called by :func:`pymc_dp.sample` (through :func:`certify_stripped`) and by
+    post-processing of a fully certified trace. Not for users: certifying a trace asserts
+    that everything in it was released (attaching a ledger does not certify).
     """
     certificate = {"version": _VERSION, "contents": _contents(idata)}
     idata.attrs[CERTIFICATE_ATTR] = json.dumps(certificate, sort_keys=True)
@@ -161,6 +188,25 @@ def uncertified(idata: xr.DataTree) -> list[str]:
         certified = dict(certificate["contents"])
     except (ValueError, KeyError, TypeError):
         return ["the whole trace (its certificate is unreadable)"]
+    changes, added = _uncovered(idata, certified)
+    return [f"{_group_name(group)} ({', '.join(listed)})" for group, listed in changes.items()] + [
+        f"{_group_name(group)} (added after the trace was certified)" for group in added
+    ]
+
+
+def uncertified_items(idata: xr.DataTree) -> set[str] | None:
+    """Paths (``"/posterior/odds"``, ``"/observed_data"``) of what ``idata`` holds that its
+    certificate does not cover: variables added or changed, groups whose attributes changed
+    or that were added. None when the trace has no readable certificate."""
+    try:
+        certified = dict(json.loads(str(idata.attrs[CERTIFICATE_ATTR]))["contents"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return {item for item, digest in _contents(idata).items() if certified.get(item) != digest}
+
+
+def _uncovered(idata: xr.DataTree, certified: dict) -> tuple[dict[str, list[str]], list[str]]:
+    """(certified group → what changed in it, groups added as a whole)."""
     groups = _group_paths(idata)
     added: list[str] = []  # groups added as a whole (their content is not listed)
     changes: dict[str, list[str]] = {}  # certified group path -> what changed in it
@@ -178,9 +224,7 @@ def uncertified(idata: xr.DataTree) -> list[str]:
         changes.setdefault(group, []).append(
             change + ("added" if item not in certified else "changed")
         )
-    return [f"{_group_name(group)} ({', '.join(listed)})" for group, listed in changes.items()] + [
-        f"{_group_name(group)} (added after the trace was certified)" for group in added
-    ]
+    return changes, added
 
 
 def still_certified(idata: xr.DataTree) -> bool:

@@ -41,7 +41,7 @@ import xarray as xr
 
 from pymc_dp.accounting import DEFAULT_DELTA, Composition, basic_composition
 from pymc_dp.accounting import epsilon_at as _epsilon_at
-from pymc_dp.certificate import certify, is_certified, uncertified
+from pymc_dp.certificate import is_certified, uncertified
 from pymc_dp.errors import BudgetExceededError, UncertifiedTraceWarning
 
 __all__ = [
@@ -805,12 +805,15 @@ class PrivacyLedger:
         return ledger
 
     def attach(self, idata: xr.DataTree) -> xr.DataTree:
-        """Store the ledger in ``idata`` (group and root attribute) and certify the trace's
-        content as what the ledger covers (:func:`pymc_dp.certificate.certify`), in place;
-        returns it. Call it only on a trace stripped to what was released."""
+        """Store the ledger in ``idata`` (group and root attribute), in place; returns it.
+
+        Attaching a ledger does not certify a trace (:mod:`pymc_dp.certificate`): only
+        :func:`pymc_dp.sample` does, on the trace it has stripped. A trace that was certified
+        before is no longer covered once another ledger is attached.
+        """
         idata[LEDGER_GROUP] = self.to_dataset()
         idata.attrs[LEDGER_ATTR] = self.to_json()
-        return certify(idata)
+        return idata
 
     def copy(self) -> PrivacyLedger:
         """A new in-memory ledger with the same budget, events and session record."""

@@ -447,10 +447,14 @@ def _planning_model(model: pm.Model, data: Mapping[str, np.ndarray], public: Ite
     if unknown:
         raise ValueError(f"data names no pm.Data of the model: {unknown}")
     # the package's one classifier of what a model reads (default deny): every private array
-    # but the observed values needs a stand-in, and only a pm.Data container can take one
-    inputs = classify_inputs(model, public, "replace-one")
-    containers = {variable: variable.name for variable in model.data_vars}
-    observed_values = set(ancestors([model.rvs_to_values[rv] for rv in model.observed_RVs]))
+    # but the observed values needs a stand-in, and only a pm.Data container can take one.
+    # It runs on a clone whose records are zeros, so that no check of it (a public array
+    # equal to the observed values, say) can depend on the records.
+    zeros = {rv.name: np.zeros(_shape(rv), dtype=rv.dtype) for rv in model.observed_RVs}
+    blank = _with_observations(model, zeros)
+    inputs = classify_inputs(blank, public, "replace-one")
+    containers = {variable: variable.name for variable in blank.data_vars}
+    observed_values = set(ancestors([blank.rvs_to_values[rv] for rv in blank.observed_RVs]))
     missing, constants = [], []
     for source in inputs.private:
         if source in observed_values or containers.get(source) in data:
@@ -482,7 +486,6 @@ def _planning_model(model: pm.Model, data: Mapping[str, np.ndarray], public: Ite
                 f"data['{name}']: {int((~np.isfinite(values)).sum())} non-finite values"
             )
         stand_ins[name] = values.astype(current.dtype)
-    zeros = {rv.name: np.zeros(_shape(rv), dtype=rv.dtype) for rv in model.observed_RVs}
     return _with_observations(model, zeros, stand_ins)
 
 

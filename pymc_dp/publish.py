@@ -17,7 +17,7 @@ from pathlib import Path
 
 import xarray as xr
 
-from pymc_dp.certificate import uncertified
+from pymc_dp.certificate import certify, uncertified
 from pymc_dp.errors import UncertifiedTraceError
 from pymc_dp.ledger import LEDGER_ATTR, LEDGER_GROUP
 
@@ -49,7 +49,10 @@ def to_netcdf(idata: xr.DataTree, path: str | os.PathLike, **kwargs) -> Path:
         file in the same folder, renamed to ``path`` when complete (an existing file is
         replaced only then).
     **kwargs
-        Passed to :meth:`xarray.DataTree.to_netcdf` (``engine`` defaults to ``"h5netcdf"``).
+        ``engine`` (default ``"h5netcdf"``) and ``format``, passed to
+        :meth:`xarray.DataTree.to_netcdf`; any other option (``encoding``, ``group``, …) is
+        refused. Variables are written with xarray's default encodings, and the file's
+        certificate covers exactly what it holds.
 
     Returns
     -------
@@ -61,6 +64,8 @@ def to_netcdf(idata: xr.DataTree, path: str | os.PathLike, **kwargs) -> Path:
     UncertifiedTraceError
         If ``idata`` carries no privacy ledger, no certificate, or content its certificate does
         not cover (each item is named, with what it likely holds). Nothing is written.
+    ValueError
+        For an option other than ``engine`` and ``format``. Nothing is written.
 
     Examples
     --------
@@ -87,20 +92,49 @@ def to_netcdf(idata: xr.DataTree, path: str | os.PathLike, **kwargs) -> Path:
             + "; ".join(problems)
             + ". Nothing was written."
         )
+    refused = sorted(set(kwargs) - _OPTIONS)
+    if refused:
+        raise ValueError(
+            f"to_netcdf options {refused} are not accepted (encodings and groups are written "
+            f"as pymc_dp.sample made them); accepted: {sorted(_OPTIONS)}. Nothing was written."
+        )
     kwargs.setdefault("engine", "h5netcdf")
+    published = _published(idata)
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".part", dir=target.parent
     )
     os.close(handle)
     try:
-        idata.to_netcdf(temporary, **kwargs)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # as a plain write would (mkstemp makes it 0600)
+        published.to_netcdf(temporary, **kwargs)
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
     return target
+
+
+_OPTIONS = frozenset({"engine", "format"})
+"""Options of :meth:`xarray.DataTree.to_netcdf` that :func:`to_netcdf` passes on."""
+
+
+def _published(idata: xr.DataTree) -> xr.DataTree:
+    """What is written: a copy of the trace with no encoding on any variable (xarray's
+    defaults: an encoding becomes attributes in the file, outside what the certificate
+    covers) and a certificate of exactly what it holds (digests of deleted content, and
+    anything else in the certificate attribute, are not written)."""
+    datasets = {}
+    for node in idata.subtree:
+        dataset = node.to_dataset(inherit=False).copy(deep=False)  # new variables, same data
+        for variable in dataset.variables.values():
+            variable.encoding = {}
+        datasets[node.path] = dataset
+    published = xr.DataTree.from_dict(datasets)
+    return certify(published)
 
 
 def _problems(idata: xr.DataTree) -> list[str]:

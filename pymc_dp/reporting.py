@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from pymc_dp.certificate import uncertified
+from pymc_dp.certificate import uncertified, uncertified_items
 from pymc_dp.errors import UncertifiedTraceWarning
 from pymc_dp.ledger import PrivacyLedger
 from pymc_dp.limits import posterior_bounds
@@ -77,6 +77,8 @@ class PrivacyReport:
         self._widths(axes[1, 0])
         self._limits(axes[1, 1])
         guarantee = "" if self.ledger.guaranteed else " — NOT A GUARANTEE (see the ledger)"
+        if self.notes:
+            guarantee += "\nUNCOVERED CONTENT left out: the ledger does not cover all of this trace"
         fig.suptitle(
             f"Privacy report: ε = {self.ledger.epsilon:g}, δ = {self.ledger.delta:g}, "
             f"{len(self.ledger)} release(s){guarantee}",
@@ -260,7 +262,9 @@ def report(
     Warns
     -----
     UncertifiedTraceWarning
-        If the trace holds content its ledger does not cover (the report says so too).
+        If the trace holds content its ledger does not cover. That content is left out of the
+        tables and the figure (all of it for a trace with no certificate), and the figure's
+        title and the HTML say so.
 
     Examples
     --------
@@ -294,17 +298,20 @@ def report(
             UncertifiedTraceWarning,
             stacklevel=2,
         )
+    # what the certificate does not cover is left out (a trace without one: everything)
+    uncovered = uncertified_items(idata)
+    covered = (lambda path: False) if uncovered is None else (lambda path: path not in uncovered)
     return PrivacyReport(
         ledger=ledger,
-        statistics=_statistics(idata, ledger),
-        widths=_trace_widths(idata, interval, plan, ledger.epsilon),
+        statistics=_statistics(idata, ledger, covered),
+        widths=_trace_widths(idata, interval, plan, ledger.epsilon, covered),
         limits=_limits(ledger),
         interval=float(interval),
         notes=notes,
     )
 
 
-def _statistics(idata: xr.DataTree, ledger: PrivacyLedger) -> pd.DataFrame:
+def _statistics(idata: xr.DataTree, ledger: PrivacyLedger, covered) -> pd.DataFrame:
     columns = [
         "released",
         "components",
@@ -320,7 +327,7 @@ def _statistics(idata: xr.DataTree, ledger: PrivacyLedger) -> pd.DataFrame:
     group = idata[RELEASED_GROUP].to_dataset()
     rows = []
     for name in group.data_vars:
-        if str(name).endswith("_projected"):
+        if str(name).endswith("_projected") or not covered(f"/{RELEASED_GROUP}/{name}"):
             continue
         events = [e for e in ledger.events if name in e.variables and e.noise_scale is not None]
         sds = sorted({_NOISE_SD.get(e.mechanism, math.nan) * e.noise_scale for e in events})
@@ -353,11 +360,15 @@ def _element_labels(variable: xr.DataArray, name: str) -> list[str]:
     ]
 
 
-def _trace_widths(idata, interval, plan, epsilon) -> pd.DataFrame:
+def _trace_widths(idata, interval, plan, epsilon, covered) -> pd.DataFrame:
+    if "posterior" not in idata.children:
+        return pd.DataFrame(columns=["parameter", "width_private"])
     posterior = idata["posterior"].to_dataset()
     low, high = (1 - interval) / 2, (1 + interval) / 2
     rows = []
     for name, variable in posterior.data_vars.items():
+        if not covered(f"/posterior/{name}"):
+            continue
         extra = [d for d in variable.dims if d not in ("chain", "draw")]
         stacked = variable.stack(sample=("chain", "draw")).transpose("sample", *extra)
         quantiles = np.quantile(stacked.values, [low, high], axis=0)

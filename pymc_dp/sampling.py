@@ -23,9 +23,16 @@ from pymc.util import RandomState
 
 from pymc_dp.analysis import recognise
 from pymc_dp.analysis.inputs import validate_public
+from pymc_dp.certificate import certify_stripped
 from pymc_dp.errors import BudgetExceededError, ReleasedRunFailedError
 from pymc_dp.inference import INFERENCES
-from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, validate_delta, validate_neighbouring
+from pymc_dp.ledger import (
+    LEDGER_GROUP,
+    PrivacyEvent,
+    PrivacyLedger,
+    validate_delta,
+    validate_neighbouring,
+)
 from pymc_dp.mechanisms.exponential import ACCOUNTINGS
 from pymc_dp.mechanisms.gaussian import validate_gaussian_delta, validate_noise
 from pymc_dp.mechanisms.laplace import NoiseBackend
@@ -448,7 +455,10 @@ def sample(
                 raise
             raise ReleasedRunFailedError(_failed_after_release(error, spent), spent) from error
         trace_ledger = _run_ledger(run_ledger, spent_before, step_events)
-    return trace_ledger.attach(idata)
+    # the one place a trace is certified: stripped by its route, with this run's ledger
+    return certify_stripped(
+        trace_ledger.attach(idata), (*SAFE_GROUPS, RELEASED_GROUP, LEDGER_GROUP)
+    )
 
 
 def _refuse_initial_values(model: pm.Model) -> None:

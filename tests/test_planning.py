@@ -264,3 +264,21 @@ def test_normal_widths_match_the_calibration_study():
     ).set_index("parameter")
     assert table.loc["mu", "width_private"] == pytest.approx(0.308, rel=0.2)
     assert table.loc["sigma", "width_private"] == pytest.approx(0.606, rel=0.2)
+
+
+def test_whether_plan_refuses_does_not_depend_on_the_records():
+    """Review F7: the public-array check compared a public container with the observed
+    values, so a refusal said "every trial succeeded" (one bit of the records)."""
+    trials = np.arange(60) % 4 + 1
+
+    def model(y):
+        with pm.Model() as m:
+            t = pm.Data("trials", trials)
+            p = pm.Beta("p", 1, 1)
+            pm.Binomial("y", n=t, p=p, observed=y)
+        return m
+
+    options = dict(public=["trials"], max_trials={"y": 4}, **QUICK)
+    some = pymc_dp.plan(1.0, model=model(trials - np.arange(60) % 2), **options)
+    every = pymc_dp.plan(1.0, model=model(trials.copy()), **options)
+    pd.testing.assert_frame_equal(some, every)

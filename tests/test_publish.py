@@ -7,9 +7,12 @@ the trace still looked publishable.
 
 from __future__ import annotations
 
+import json
 import warnings
 
+import h5py
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytest
 import xarray as xr
@@ -211,8 +214,7 @@ def _hmm_like_trace() -> xr.DataTree:
 
 
 def test_relabelling_keeps_a_certified_trace_certified():
-    trace = _hmm_like_trace()
-    PrivacyLedger().attach(trace)
+    trace = certify(PrivacyLedger().attach(_hmm_like_trace()))
     assert still_certified(relabel_states(trace))
     trace.attrs["note"] = "edited"
     assert not still_certified(relabel_states(trace))  # it was not covered before
@@ -265,3 +267,85 @@ def test_the_certificate_survives_netcdf_and_sees_any_one_change(
     )
     trace["posterior"]["v"] = ("k", changed, {"unit": attr})
     assert uncertified(trace) == ["group 'posterior' (variable 'v' changed)"]
+
+
+# --- the adversarial review of the gate -----------------------------------------------------
+
+
+def test_attaching_a_ledger_again_does_not_certify_raw_records(released, trace, tmp_path):
+    """Review F1: re-attaching the trace's own ledger after pm.sample_posterior_predictive
+    certified observed_data and constant_data, and to_netcdf wrote every record."""
+    model, _ = released
+    with model:
+        pm.sample_posterior_predictive(trace, extend_inferencedata=True, progressbar=False)
+    with pytest.warns(UncertifiedTraceWarning):
+        PrivacyLedger.from_datatree(trace).attach(trace)
+    with pytest.raises(UncertifiedTraceError, match="observed_data"):
+        pymc_dp.to_netcdf(trace, tmp_path / "t.nc")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_trace_assembled_by_hand_is_not_certified(released, tmp_path):
+    """Review F2: pymc_dp.private_trace certified a posterior pm.sample drew from the raw
+    model (with a Deterministic per record that showed every label)."""
+    model = _model()
+    ledger = PrivacyLedger()
+    link = pymc_dp.analyse_model(model)["y"]
+    release = pymc_dp.release_sufficient_statistics(link, 1.0, ledger=ledger)
+    with model:
+        raw = pm.sample(
+            10,
+            tune=10,
+            chains=1,
+            progressbar=False,
+            random_seed=1,
+            compute_convergence_checks=False,
+        )
+    trace = pymc_dp.private_trace(raw, [release], model=model, ledger=ledger)
+    with pytest.raises(UncertifiedTraceError, match="carries no certificate"):
+        pymc_dp.to_netcdf(trace, tmp_path / "t.nc")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_file_holds_a_certificate_of_what_it_holds_and_no_encoding(trace, tmp_path):
+    """Review F3/F4: the written certificate kept digests of deleted groups (brute-forceable
+    records); encodings (`coordinates`, `_FillValue`) and extra certificate keys carried
+    arbitrary text into the file."""
+    model = _model()
+    with model:
+        pm.sample_posterior_predictive(trace, extend_inferencedata=True, progressbar=False)
+    for group in ("observed_data", "constant_data", "posterior_predictive"):
+        if group in trace.children:
+            del trace[group]
+    trace["posterior"]["rate"].encoding["coordinates"] = "group " + " ".join(map(str, OUTCOME))
+    trace["posterior"]["rate"].encoding["_FillValue"] = float(OUTCOME.mean())
+    certificate = json.loads(trace.attrs[CERTIFICATE_ATTR])
+    trace.attrs[CERTIFICATE_ATTR] = json.dumps({**certificate, "notes": OUTCOME.tolist()})
+    path = pymc_dp.to_netcdf(trace, tmp_path / "t.nc")
+    with h5py.File(path) as handle:
+        attributes = dict(handle["posterior/rate"].attrs)
+        written = json.loads(handle.attrs[CERTIFICATE_ATTR])
+    assert "coordinates" not in attributes or "0 1" not in str(attributes["coordinates"])
+    assert "_FillValue" not in attributes or float(attributes["_FillValue"][0]) != OUTCOME.mean()
+    assert set(written) == {"contents", "version"}
+    assert not any(
+        item.startswith(("/observed_data", "/constant_data")) for item in written["contents"]
+    )
+    with pytest.raises(ValueError, match=r"options \['encoding'\] are not accepted"):
+        pymc_dp.to_netcdf(trace, tmp_path / "u.nc", encoding={})
+    assert oct(path.stat().st_mode & 0o777) != oct(0o600)
+
+
+def test_datetime_coordinates_survive_a_round_trip(tmp_path):
+    """Review F6: datetime64[us] coordinates read back as [ns] and the clean trace was
+    refused after loading."""
+    with pm.Model(coords={"day": pd.date_range("2020-01-01", periods=3)}):
+        g = pm.Data("g", GROUP)
+        rate = pm.Beta("rate", 1, 1, dims="day")
+        pm.Bernoulli("y", p=rate[g], observed=OUTCOME)
+        trace = pymc_dp.sample(10, tune=10, chains=1, epsilon=1.0, progressbar=False)
+    trace.attrs["mixed"] = [1, 2.5]
+    certify(trace)
+    path = pymc_dp.to_netcdf(trace, tmp_path / "t.nc")
+    with xr.open_datatree(path, engine="h5netcdf") as loaded:
+        assert uncertified(loaded) == []

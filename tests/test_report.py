@@ -92,12 +92,22 @@ def test_delta_gives_no_limits_and_says_why():
     assert summary.statistics.empty
 
 
-def test_an_uncertified_trace_is_reported_with_a_warning(trace):
+def test_uncovered_content_is_left_out_and_the_figure_says_so(trace):
+    """Review F5: exact counts added to released_statistics appeared in the figure as if
+    released, and a per-record variable's widths showed each record's label."""
     edited = trace.copy()
     edited["observed_data"] = xr.Dataset({"y": ("y_dim_0", OUTCOME)})
+    edited["released_statistics"]["exact"] = xr.DataArray(
+        [OUTCOME[GROUP == k].sum() for k in range(3)], dims="y_group"
+    )
+    rate = edited["posterior"]["rate"]
+    edited["posterior"]["rate_of_record"] = rate.isel(group=xr.DataArray(GROUP[:5], dims="rec"))
     with pytest.warns(UncertifiedTraceWarning, match="observed_data"):
         summary = pymc_dp.report(edited)
     assert "observed_data" in summary.to_html()
+    assert list(summary.statistics["released"]) == ["y"]
+    assert not summary.widths["parameter"].str.startswith("rate_of_record").any()
+    assert "UNCOVERED CONTENT left out" in summary.figure()._suptitle.get_text()
 
 
 def test_a_trace_without_a_ledger_is_refused():
