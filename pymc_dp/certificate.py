@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from typing import Any
 
 import numpy as np
@@ -95,14 +96,27 @@ def _values_bytes(values: np.ndarray) -> bytes:
             for v in values.ravel().tolist()
         )
         return "\x1f".join(text).encode()
-    if values.dtype.kind == "M":  # netCDF reads times back in nanoseconds
-        values = values.astype("datetime64[ns]")
-    elif values.dtype.kind == "m":
-        values = values.astype("timedelta64[ns]")
+    if values.dtype.kind in "mM":  # netCDF reads times back in nanoseconds where it can
+        values = _nanoseconds(values)
     array = np.ascontiguousarray(values)
     if array.dtype.byteorder == ">":
         array = array.astype(array.dtype.newbyteorder("<"))
     return array.dtype.str.encode() + b"|" + array.tobytes()
+
+
+def _nanoseconds(values: np.ndarray) -> np.ndarray:
+    """Times in nanoseconds when that holds them exactly (what a netCDF round trip gives),
+    else in their own unit (times beyond 1678–2262 have no nanosecond form)."""
+    kind = "datetime64" if values.dtype.kind == "M" else "timedelta64"
+    try:
+        with np.errstate(over="raise"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            converted = values.astype(f"{kind}[ns]")
+    except (OverflowError, FloatingPointError, RuntimeWarning, ValueError):
+        return values
+    back = converted.astype(values.dtype)
+    same = (back == values) | (np.isnat(back) & np.isnat(values))
+    return converted if bool(np.all(same)) else values
 
 
 def _digest(variable: xr.Variable) -> str:

@@ -300,7 +300,17 @@ def report(
         )
     # what the certificate does not cover is left out (a trace without one: everything)
     uncovered = uncertified_items(idata)
-    covered = (lambda path: False) if uncovered is None else (lambda path: path not in uncovered)
+
+    def covered(group: str, variable: xr.DataArray) -> bool:
+        """The variable, its group's attributes and every coordinate it is labelled by (its
+        group's or the root's) are certified."""
+        if uncovered is None:
+            return False
+        paths = {f"/{group}", f"/{group}/{variable.name}"}
+        for name in variable.coords:
+            paths |= {f"/{group}/{name}", f"/{name}"}
+        return not paths & uncovered
+
     return PrivacyReport(
         ledger=ledger,
         statistics=_statistics(idata, ledger, covered),
@@ -327,7 +337,7 @@ def _statistics(idata: xr.DataTree, ledger: PrivacyLedger, covered) -> pd.DataFr
     group = idata[RELEASED_GROUP].to_dataset()
     rows = []
     for name in group.data_vars:
-        if str(name).endswith("_projected") or not covered(f"/{RELEASED_GROUP}/{name}"):
+        if str(name).endswith("_projected") or not covered(RELEASED_GROUP, group[name]):
             continue
         events = [e for e in ledger.events if name in e.variables and e.noise_scale is not None]
         sds = sorted({_NOISE_SD.get(e.mechanism, math.nan) * e.noise_scale for e in events})
@@ -367,7 +377,7 @@ def _trace_widths(idata, interval, plan, epsilon, covered) -> pd.DataFrame:
     low, high = (1 - interval) / 2, (1 + interval) / 2
     rows = []
     for name, variable in posterior.data_vars.items():
-        if not covered(f"/posterior/{name}"):
+        if not covered("posterior", variable):
             continue
         extra = [d for d in variable.dims if d not in ("chain", "draw")]
         stacked = variable.stack(sample=("chain", "draw")).transpose("sample", *extra)

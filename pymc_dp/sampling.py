@@ -456,9 +456,13 @@ def sample(
             raise ReleasedRunFailedError(_failed_after_release(error, spent), spent) from error
         trace_ledger = _run_ledger(run_ledger, spent_before, step_events)
     # the one place a trace is certified: stripped by its route, with this run's ledger
-    return certify_stripped(
-        trace_ledger.attach(idata), (*SAFE_GROUPS, RELEASED_GROUP, LEDGER_GROUP)
-    )
+    try:
+        return certify_stripped(
+            trace_ledger.attach(idata), (*SAFE_GROUPS, RELEASED_GROUP, LEDGER_GROUP)
+        )
+    except Exception as error:  # after the release: the spend stands and says so
+        spent = trace_ledger.events
+        raise ReleasedRunFailedError(_failed_after_release(error, spent), spent) from error
 
 
 def _refuse_initial_values(model: pm.Model) -> None:

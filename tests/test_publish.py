@@ -349,3 +349,16 @@ def test_datetime_coordinates_survive_a_round_trip(tmp_path):
     path = pymc_dp.to_netcdf(trace, tmp_path / "t.nc")
     with xr.open_datatree(path, engine="h5netcdf") as loaded:
         assert uncertified(loaded) == []
+
+
+def test_times_beyond_the_nanosecond_range_are_certified(tmp_path):
+    """Second review: datetime64[s] coordinates outside 1678-2262 overflowed when hashed in
+    nanoseconds, after the release: ε was charged and no trace came back."""
+    days = np.array(["1500-01-01", "2024-02-01", "2300-03-01"], dtype="datetime64[s]")
+    ledger = PrivacyLedger(budget=10.0)
+    with pm.Model(coords={"day": days}):
+        g = pm.Data("g", GROUP)
+        rate = pm.Beta("rate", 1, 1, dims="day")
+        pm.Bernoulli("y", p=rate[g], observed=OUTCOME)
+        trace = pymc_dp.sample(10, tune=10, chains=1, epsilon=1.0, ledger=ledger, progressbar=False)
+    assert still_certified(trace) and ledger.epsilon == 1.0

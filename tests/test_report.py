@@ -133,3 +133,16 @@ def test_the_cli_writes_the_report_of_a_saved_trace(trace, tmp_path, capsys):
     )
     assert main(["report", str(tmp_path / "raw.nc")]) == 2
     assert "carries no privacy ledger" in capsys.readouterr().out
+
+
+def test_a_variable_labelled_by_an_uncovered_coordinate_is_left_out(trace):
+    """Second review: coordinate values swapped for record-derived labels reached the
+    figure's tick labels and the widths table through a still-covered variable."""
+    edited = trace.copy()
+    edited["posterior"] = (
+        edited["posterior"].to_dataset().assign_coords(group=[f"y={v}" for v in OUTCOME[:3]])
+    )
+    with pytest.warns(UncertifiedTraceWarning, match="'group' changed"):
+        summary = pymc_dp.report(edited)
+    assert summary.widths.empty
+    assert not any("y=" in label for label in summary.statistics["labels"].item())
