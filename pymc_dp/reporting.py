@@ -279,9 +279,9 @@ def report(
     >>> summary = pymc_dp.report(idata)
     >>> summary.statistics[["released", "components", "mechanism", "epsilon"]]
       released  components mechanism  epsilon
-    0        y           2   laplace      0.5
-    >>> round(float(summary.statistics["noise_sd"].iloc[0]), 3)  # √2 · (Δ = 2) / 0.5
-    5.657
+    0        y           1   laplace      0.5
+    >>> round(float(summary.statistics["noise_sd"].iloc[0]), 3)  # √2 · (Δ = 1) / 0.5
+    2.828
     >>> summary.limits.loc[summary.limits["prior"] == 0.1, "upper"].round(3).item()
     0.155
     >>> path = summary.savefig("report.png")
