@@ -6,8 +6,11 @@ For the noise-aware Normal and linear-regression models of the calibration study
 * ``pm.sample`` on the user's model given the raw records, first and second call;
 * ``pymc_dp.sample`` (default inference, noise-aware), first and second call, each on a newly
   written model of the same structure (what a user re-running a script cell does); every
-  call releases afresh and is charged;
-* the ratio of ``pymc_dp.sample``'s second call to ``pm.sample``'s second call (target ≤ 1.5);
+  call releases afresh and is charged; with PyMC's NUTS (the default) and, when JAX and
+  BlackJAX are installed, with ``nuts_sampler="blackjax"`` (:mod:`pymc_dp.routes.blackjax_nuts`,
+  compiled once per structure);
+* the ratio of each ``pymc_dp.sample``'s second call to ``pm.sample``'s second call (target
+  ≤ 1.5);
 * divergences per 1,000 draws and leapfrog steps per draw (``sample_stats.n_steps``) of every
   call, and the machine's load (``os.getloadavg``), which inflates every time printed.
 
@@ -29,6 +32,7 @@ import pymc as pm
 
 import pymc_dp
 from pymc_dp.calibration.bounded import CASES
+from pymc_dp.routes.blackjax_nuts import blackjax_installed
 
 
 def _stats(idata) -> tuple[float, float]:
@@ -44,7 +48,9 @@ def _timed(call) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
-def run_case(family: str, n: int, epsilon: float, options: dict, seed: int) -> dict:
+def run_case(
+    family: str, n: int, epsilon: float, options: dict, seed: int, samplers: list[str]
+) -> dict:
     case = CASES[family]
     _, y, X = case.simulate(n, np.random.default_rng(seed))
     row: dict = {}
@@ -54,20 +60,22 @@ def run_case(family: str, n: int, epsilon: float, options: dict, seed: int) -> d
             lambda model=model: pm.sample(model=model, random_seed=seed, **options)
         )
         row[f"pm {call} stats"] = _stats(idata)
-    for call in ("first", "second"):
-        model = case.model(y, X)  # a new model of the same structure
-        with model:
-            row[f"dp {call}"], idata = _timed(
-                lambda: pymc_dp.sample(
-                    epsilon=epsilon,
-                    data_bounds=case.data_bounds,
-                    random_seed=seed,
-                    noise_backend="numpy",
-                    noise_rng=np.random.default_rng(seed + 1),
-                    **options,
+    for sampler in samplers:
+        for call in ("first", "second"):
+            model = case.model(y, X)  # a new model of the same structure
+            with model:
+                row[f"{sampler} {call}"], idata = _timed(
+                    lambda sampler=sampler: pymc_dp.sample(
+                        epsilon=epsilon,
+                        data_bounds=case.data_bounds,
+                        random_seed=seed,
+                        noise_backend="numpy",
+                        noise_rng=np.random.default_rng(seed + 1),
+                        nuts_sampler=sampler,
+                        **options,
+                    )
                 )
-            )
-        row[f"dp {call} stats"] = _stats(idata)
+            row[f"{sampler} {call} stats"] = _stats(idata)
     return row
 
 
@@ -94,19 +102,28 @@ def main() -> None:
         f"n = {args.n}, ε = {args.epsilon:g}, {args.chains} chains × {args.draws} draws "
         f"(+ {args.tune} tune), 1 core; seconds, (divergences per 1,000 draws, steps per draw)"
     )
+    samplers = ["pymc", "blackjax"] if blackjax_installed() else ["pymc"]
+    labels = {
+        "pm": "pm.sample                           ",
+        "pymc": "pymc_dp.sample                      ",
+        "blackjax": "pymc_dp.sample(nuts_sampler=blackjax)",
+    }
     for family in args.families:
-        row = run_case(family, args.n, args.epsilon, options, args.seed)
+        row = run_case(family, args.n, args.epsilon, options, args.seed, samplers)
         print(f"\n{family}")
-        for who in ("pm", "dp"):
-            label = "pm.sample      " if who == "pm" else "pymc_dp.sample "
+        for who in ("pm", *samplers):
             for call in ("first", "second"):
                 divergences, steps = row[f"{who} {call} stats"]
                 print(
-                    f"  {label} {call:>6}: {row[f'{who} {call}']:6.2f} s   "
+                    f"  {labels[who]} {call:>6}: {row[f'{who} {call}']:6.2f} s   "
                     f"divergences/1000 {divergences:6.1f}   steps/draw {steps:6.1f}"
                 )
-        ratio = row["dp second"] / row["pm second"]
-        print(f"  ratio pymc_dp.sample second / pm.sample second: {ratio:.2f} (target <= 1.5)")
+        for sampler in samplers:
+            ratio = row[f"{sampler} second"] / row["pm second"]
+            print(
+                f"  ratio {labels[sampler].strip()} second / pm.sample second: {ratio:.2f} "
+                "(target <= 1.5)"
+            )
     print(f"\nload average after: {os.getloadavg()}")
 
 

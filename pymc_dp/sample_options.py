@@ -27,8 +27,19 @@ from pytensor.compile.mode import get_mode
 
 from pymc_dp.analysis.graph import rv_shape
 from pymc_dp.families.base import ConjugateLink, is_integer
+from pymc_dp.routes.blackjax_nuts import check_blackjax_options
 
-__all__ = ["ROUTE_OPTIONS", "check_route_options", "is_integer", "validate_sample_kwargs"]
+__all__ = [
+    "NUTS_SAMPLERS",
+    "ROUTE_OPTIONS",
+    "check_route_options",
+    "is_integer",
+    "validate_sample_kwargs",
+]
+
+NUTS_SAMPLERS = ("pymc", "blackjax")
+"""``nuts_sampler`` values :func:`pymc_dp.sample` takes: PyMC's NUTS, or BlackJAX's on a
+bounded family's private model (:mod:`pymc_dp.routes.blackjax_nuts`)."""
 
 
 ROUTE_OPTIONS = {
@@ -101,7 +112,9 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
     ``mechanism="metropolis"``; which route takes them is checked once the model is
     recognised, still before any release); ``tune``, ``chains`` and ``cores`` are
     integers (chains, cores >= 1, tune >= 0) or None, PyMC's default; ``nuts_sampler`` is
-    ``"pymc"`` (another sampler would run on the model outside the private steps);
+    ``"pymc"`` or ``"blackjax"`` (:data:`NUTS_SAMPLERS`; another sampler would run on the
+    model outside the private steps; BlackJAX's options are checked by
+    :func:`~pymc_dp.routes.blackjax_nuts.check_blackjax_options`);
     ``var_names`` names model variables;
     ``random_seed`` is None, an integer >= 0, a sequence of them or a NumPy Generator.
 
@@ -127,11 +140,13 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
         if int(value) < floor:
             raise ValueError(f"{name} must be >= {floor}, got {value!r}. Nothing was released.")
     sampler = kwargs.get("nuts_sampler")
-    if sampler is not None and sampler != "pymc":
+    if sampler is not None and sampler not in NUTS_SAMPLERS:
         raise ValueError(
-            f"nuts_sampler must be 'pymc', got {sampler!r}: another sampler would run on the "
-            "model outside pymc_dp's private steps. Nothing was released."
+            f"nuts_sampler must be one of {NUTS_SAMPLERS}, got {sampler!r}: another sampler "
+            "would run on the model outside pymc_dp's private steps. Nothing was released."
         )
+    if sampler == "blackjax":
+        check_blackjax_options(kwargs)
     for name in _BOOLEAN_OPTIONS:
         if name in kwargs and not isinstance(kwargs[name], bool | np.bool_):
             raise ValueError(f"{name} must be True or False, got {kwargs[name]!r}")
@@ -326,6 +341,8 @@ def check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism,
             raise ValueError(
                 f"{name!r} is an option of mechanism='metropolis' only. Nothing was released."
             )
+    if kwargs.get("nuts_sampler") == "blackjax":
+        _check_blackjax_route(recognised, mechanism, step)
     asked = [name for name in _STEP_NAMES if name in kwargs]
     if kwargs.get("nuts_sampler_kwargs") is not None:
         asked.append("nuts")
@@ -344,6 +361,36 @@ def check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism,
                 f"{'' if not used else f' and PyMC uses {sorted(used)}'}. "
                 "Nothing was released."
             )
+
+
+def _check_blackjax_route(recognised, mechanism: str, step) -> None:
+    """``nuts_sampler="blackjax"`` samples the private model of the bounded families whose
+    log density compiles to JAX (``BoundedFamily.compiles_to_jax``: the Normal and linear
+    regression) only: every likelihood one of them (no conjugate step, no HMM, no Dirichlet
+    release), the statistics route (``mechanism="laplace"``), no ``step``."""
+    from pymc_dp.families import BOUNDED_FAMILIES
+    from pymc_dp.families.bounded import BoundedLink
+
+    links = list(recognised.blocks.values()) if recognised.kind == "conjugate" else []
+    found = sorted({link.structure.family.name for link in links if isinstance(link, BoundedLink)})
+    taken = sorted(f.name for f in BOUNDED_FAMILIES.values() if f.compiles_to_jax)
+    compiles = bool(links) and all(
+        isinstance(link, BoundedLink) and link.structure.family.compiles_to_jax for link in links
+    )
+    if not compiles or mechanism != "laplace" or step is not None:
+        has = (
+            "a private step"
+            if step is not None
+            else f"likelihoods of {found}"
+            if found
+            else f"a {recognised.kind} model"
+        )
+        raise ValueError(
+            f"nuts_sampler='blackjax' samples the private models of {taken} only (with "
+            f"data_bounds; mechanism='laplace', no step): this run has {has}"
+            f"{'' if mechanism == 'laplace' else f' and mechanism={mechanism!r}'}. "
+            "Nothing was released."
+        )
 
 
 def _pymc_step_names(model: pm.Model, recognised, mechanism: str, step) -> set[str]:

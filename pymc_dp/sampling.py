@@ -272,12 +272,17 @@ def sample(
     model : pm.Model, optional
     **kwargs
         Passed to ``pm.sample`` (``progressbar``, ``nuts={...}``, ...). Naive-Bayes HMMs also take
-        ``hmm_method="ffbs" | "collapsed"`` and ``projection="cell" | "none"``. Options that
+        ``hmm_method="ffbs" | "collapsed"`` and ``projection="cell" | "none"``. Normal and
+        linear-regression likelihoods (with ``data_bounds``) also take
+        ``nuts_sampler="blackjax"``: BlackJAX's NUTS on the private model, compiled once per
+        model structure (:mod:`pymc_dp.routes.blackjax_nuts`; optional ``jax`` and
+        ``blackjax``). Options that
         would see unreleased draws are refused when only the last draw is released. Every
         option is checked before anything is released
         (:func:`pymc_dp.sample_options.validate_sample_kwargs`):
         unknown names, non-integer or out-of-range ``tune``/``chains``/``cores``,
-        ``nuts_sampler`` other than ``"pymc"``, unknown ``var_names``, invalid ``random_seed``
+        ``nuts_sampler`` other than ``"pymc"`` or ``"blackjax"``, unknown ``var_names``,
+        invalid ``random_seed``
         raise ValueError and charge nothing.
 
     Returns

@@ -2,6 +2,7 @@
 
     python scripts/count_divergences.py                          # n ∈ {10³, 10⁴}, ε ∈ {0.1, 1}
     python scripts/count_divergences.py --seeds 5 --draws 1000 --families normal
+    python scripts/count_divergences.py --target-accept 0.8     # PyMC's default, not the family's
 
 For every family, n and ε of the calibration study (:data:`pymc_dp.calibration.bounded.CASES`,
 replace-one neighbours, ``data_bounds`` as there) and every seed: simulates a data set with the
@@ -31,7 +32,15 @@ STUDY_N = (1_000, 10_000)
 STUDY_EPSILON = (0.1, 1.0)
 
 
-def one_run(family: str, n: int, epsilon: float, seed: int, draws: int, tune: int) -> dict:
+def one_run(
+    family: str,
+    n: int,
+    epsilon: float,
+    seed: int,
+    draws: int,
+    tune: int,
+    target_accept: float | None = None,
+) -> dict:
     """Divergences, steps and the divergent draws' region of one data set."""
     case = CASES[family]
     rng = np.random.default_rng(seed)
@@ -50,6 +59,7 @@ def one_run(family: str, n: int, epsilon: float, seed: int, draws: int, tune: in
             noise_rng=rng,
             progressbar=False,
             compute_convergence_checks=False,
+            **({} if target_accept is None else {"target_accept": target_accept}),
         )
     stats = idata["sample_stats"]
     diverging = stats["diverging"].values.reshape(-1).astype(bool)
@@ -79,16 +89,21 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument(
+        "--target-accept", type=float, default=None, help="default: the family's own"
+    )
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()}")
     for family in args.families:
-        target = BOUNDED_FAMILIES[family].noise_aware_sampler.get("target_accept", 0.8)
+        target = args.target_accept or BOUNDED_FAMILIES[family].noise_aware_sampler.get(
+            "target_accept", 0.8
+        )
         print(f"\n{family} (target_accept {target}; 1 chain × {args.draws} draws per seed)")
         for n in args.ns:
             for epsilon in args.epsilons:
                 start = time.perf_counter()
                 runs = [
-                    one_run(family, n, epsilon, seed, args.draws, args.tune)
+                    one_run(family, n, epsilon, seed, args.draws, args.tune, args.target_accept)
                     for seed in range(args.seeds)
                 ]
                 per_seed = " ".join(f"{r['divergences']:.0f}" for r in runs)

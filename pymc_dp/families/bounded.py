@@ -321,6 +321,13 @@ class BoundedFamily(ABC):
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {}
     """NUTS options (``target_accept``, ``init``) the noise-aware model samples well with;
     the Laplace route uses them unless the caller chose its own."""
+    compiles_to_jax: ClassVar[bool] = False
+    """Whether every private model of this family (plug-in and noise-aware, Laplace and
+    Gaussian noise, both neighbouring relations) compiles to JAX, so that
+    ``nuts_sampler="blackjax"`` can sample it (:mod:`pymc_dp.routes.blackjax_nuts`). Checked
+    before the release: a family whose log density has a shape read from the release (the
+    Poisson's window of counts, the cells' latent counts) cannot be compiled by JAX, and the
+    run would fail after its release."""
 
     def initial_values(self, release) -> dict[str, np.ndarray]:
         """Starting values of the noise-aware model's latent variables where its default

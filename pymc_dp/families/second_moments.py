@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from typing import ClassVar
 
 import numpy as np
 import pymc as pm
@@ -529,6 +530,8 @@ class SecondMomentFamily(BoundedFamily):
     unit scale (:meth:`unit_coefficients`) and what the law of the unit-scale records is
     (:meth:`unit_moments`); centring, the budget split and the readings live here.
     """
+
+    compiles_to_jax: ClassVar[bool] = True  # fixed shapes: 61 quadrature nodes, a (D, D) MvNormal
 
     def q(self, structure: BoundedStructure) -> int:
         return structure.n_covariates + 1

@@ -68,12 +68,16 @@ class CompiledModel:
         ``model.logp_dlogp_function`` results by their arguments (what NUTS integrates).
     point_function : object or None
         The trace's point function (:func:`pymc_dp.traces.shared_function_trace`).
+    blackjax_runner : object or None
+        The JAX functions and compiled chains of ``nuts_sampler="blackjax"``
+        (:class:`pymc_dp.routes.blackjax_nuts.BlackJAXRunner`), built on first use.
     """
 
     key: str
     model: pm.Model
     functions: dict = field(default_factory=dict)
     point_function: object | None = None
+    blackjax_runner: object | None = None
     in_use: bool = False
 
 

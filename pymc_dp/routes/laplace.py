@@ -33,6 +33,7 @@ import xarray as xr
 
 from pymc_dp.analysis import Recognised
 from pymc_dp.analysis.rewrite import build_private_model, use_release
+from pymc_dp.compiling import announce
 from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families.latent_counts import announce_kernels
 from pymc_dp.inference import check_inference
@@ -45,6 +46,7 @@ from pymc_dp.mechanisms.statistics import (
     require_current_release,
 )
 from pymc_dp.routes.base import RunRequest
+from pymc_dp.routes.blackjax_nuts import BlackJAXRunner, sample_blackjax
 from pymc_dp.routes.compiled import compiled_private_model
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
@@ -130,12 +132,21 @@ def sample_released(
     )
     if releases and all(isinstance(r, BoundedRelease) for r in releases):
         # Compile once: a private model of bounded releases reads them from data containers.
-        with compiled_private_model(private, _compiling_what(releases, inference)) as kept:
+        blackjax = request.sample_kwargs.get("nuts_sampler") == "blackjax"
+        what = _compiling_what(releases, inference, "JAX" if blackjax else "PyTensor")
+        with compiled_private_model(private, what) as kept:
             for release in releases:
                 use_release(kept.model, release)
             kwargs = _sample_kwargs(request, releases, inference, kept.model, kept)
             with kept.model, route_context():
-                idata = pm.sample(request.draws, step=[], model=kept.model, **kwargs)
+                if blackjax:
+                    if kept.blackjax_runner is None:
+                        # announced by compiled_private_model unless PyMC sampled it before
+                        announce(what, bool(kept.functions))
+                        kept.blackjax_runner = BlackJAXRunner(kept.model)
+                    idata = sample_blackjax(kept.blackjax_runner, request.draws, kwargs)
+                else:
+                    idata = pm.sample(request.draws, step=[], model=kept.model, **kwargs)
     else:
         # Released Beta/Dirichlet statistics are constants of the potential: built per call.
         released_priors = sorted({r.prior for r in releases if isinstance(r, ReleasedStatistics)})
@@ -164,6 +175,8 @@ def _sample_kwargs(request: RunRequest, releases, inference: str, private, kept=
     kwargs = dict(request.sample_kwargs)
     if inference == "noise-aware":
         _noise_aware_sampler_defaults(kwargs, releases)
+    if kwargs.get("nuts_sampler") == "blackjax":
+        return kwargs  # its own trace (pymc_dp.routes.blackjax_nuts)
     if kwargs.get("trace") is None and kwargs.get("var_names") is None:
         point_function = None if kept is None else kept.point_function
         template = shared_function_trace(private, point_function=point_function)
@@ -173,10 +186,12 @@ def _sample_kwargs(request: RunRequest, releases, inference: str, private, kept=
     return kwargs
 
 
-def _compiling_what(releases: Sequence[BoundedRelease], inference: str) -> str:
+def _compiling_what(
+    releases: Sequence[BoundedRelease], inference: str, backend: str = "PyTensor"
+) -> str:
     """The announcement's words: which private model compiles (names, never values)."""
     names = ", ".join(r.observed for r in releases)
-    return f"the {inference} private model of {names} (PyTensor)"
+    return f"the {inference} private model of {names} ({backend})"
 
 
 def _noise_aware_sampler_defaults(kwargs: dict, releases) -> None:
