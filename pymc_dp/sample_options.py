@@ -199,13 +199,35 @@ def validate_sample_kwargs(model: pm.Model, kwargs: Mapping) -> None:
                     f"{name}={{...}} has an unknown key {key!r} ({step_class.__name__} takes "
                     f"{sorted(allowed)}). Nothing was released."
                 )
-    if "target_accept" in kwargs:
-        nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
-        if "target_accept" in nuts:
-            raise ValueError("target_accept was given twice (directly and in nuts={...})")
-        value = kwargs["target_accept"]
-        if not isinstance(value, numbers.Real) or not 0 < float(value) < 1:
-            raise ValueError(f"target_accept must be in (0, 1), got {value!r}")
+    nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
+    if "target_accept" in kwargs and "target_accept" in nuts:
+        raise ValueError("target_accept was given twice (directly and in nuts={...})")
+    given = {"target_accept": kwargs.get("target_accept", 0.8)}
+    given["nuts={'target_accept': ...}"] = nuts.get("target_accept", 0.8)
+    for where, value in given.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, numbers.Real)
+            or not 0 < float(value) < 1
+        ):
+            raise ValueError(
+                f"{where} must be a number in (0, 1), got {value!r}. Nothing was released."
+            )
+    depth = nuts.get("max_treedepth", 10)
+    if not is_integer(depth) or int(depth) < 1:
+        raise ValueError(
+            f"nuts={{'max_treedepth': ...}} must be an integer >= 1, got {depth!r}. "
+            "Nothing was released."
+        )
+    var_names = kwargs.get("var_names")
+    if var_names is not None and kwargs.get("compute_convergence_checks", True):
+        free = {rv.name for rv in model.free_RVs}
+        if not free & set(var_names):
+            raise ValueError(
+                "var_names names no free variable, and the convergence checks (on by default) "
+                "need one: add one, or pass compute_convergence_checks=False. Nothing was "
+                "released."
+            )
 
 
 def _validate_runtime_options(kwargs: Mapping) -> None:
@@ -342,7 +364,8 @@ def check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism,
                 f"{name!r} is an option of mechanism='metropolis' only. Nothing was released."
             )
     if kwargs.get("nuts_sampler") == "blackjax":
-        _check_blackjax_route(recognised, mechanism, step)
+        _check_blackjax_route(model, recognised, mechanism, step)
+    _check_start(model, kwargs.get("initvals"))
     asked = [name for name in _STEP_NAMES if name in kwargs]
     if kwargs.get("nuts_sampler_kwargs") is not None:
         asked.append("nuts")
@@ -363,16 +386,55 @@ def check_route_options(model: pm.Model, kwargs: Mapping, recognised, mechanism,
             )
 
 
-def _check_blackjax_route(recognised, mechanism: str, step) -> None:
+def _check_start(model: pm.Model, initvals) -> None:
+    """Starts the caller gives (``initvals``) must have a finite prior log density: else
+    ``pm.sample`` fails only after the release (``SamplingError``). Reads the priors only
+    (called after the recogniser, which refuses a prior that reads a private array); names the
+    variables, never the values."""
+    if not initvals:
+        return
+    from pymc.initial_point import make_initial_point_fn
+
+    points = [initvals] if isinstance(initvals, Mapping) else [p for p in initvals if p]
+    terms = model.logp(vars=model.free_RVs, sum=False)
+    prior = model.compile_fn(terms, inputs=model.value_vars, on_unused_input="ignore")
+    for overrides in points:
+        start = make_initial_point_fn(
+            model=model, overrides=overrides, jitter_rvs=set(), return_transformed=True
+        )(0)
+        values = prior(start)
+        bad = [
+            rv.name
+            for rv, value in zip(model.free_RVs, values, strict=True)
+            if not np.all(np.isfinite(value))
+        ]
+        if bad:
+            raise ValueError(
+                f"initvals starts {bad} where the prior density is zero or undefined (outside "
+                "the support, or NaN): sampling would fail after the release. Nothing was "
+                "released."
+            )
+
+
+def _check_blackjax_route(model: pm.Model, recognised, mechanism: str, step) -> None:
     """``nuts_sampler="blackjax"`` samples the private model of the bounded families whose
     log density compiles to JAX (``BoundedFamily.compiles_to_jax``: the Normal and linear
     regression) only: every likelihood one of them (no conjugate step, no HMM, no Dirichlet
-    release), the statistics route (``mechanism="laplace"``), no ``step``."""
+    release), the statistics route (``mechanism="laplace"``), no ``step``, every free
+    variable continuous, and the rest of the model (priors, potentials, deterministics)
+    made of operations JAX compiles — all checked before the release."""
     from pymc_dp.families import BOUNDED_FAMILIES
     from pymc_dp.families.bounded import BoundedLink
 
     links = list(recognised.blocks.values()) if recognised.kind == "conjugate" else []
-    found = sorted({link.structure.family.name for link in links if isinstance(link, BoundedLink)})
+    found = sorted(
+        {
+            link.structure.family.name
+            if isinstance(link, BoundedLink)
+            else getattr(getattr(link, "family", None), "name", type(link).__name__)
+            for link in links
+        }
+    )
     taken = sorted(f.name for f in BOUNDED_FAMILIES.values() if f.compiles_to_jax)
     compiles = bool(links) and all(
         isinstance(link, BoundedLink) and link.structure.family.compiles_to_jax for link in links
@@ -391,6 +453,30 @@ def _check_blackjax_route(recognised, mechanism: str, step) -> None:
             f"{'' if mechanism == 'laplace' else f' and mechanism={mechanism!r}'}. "
             "Nothing was released."
         )
+    discrete = sorted(v.name for v in model.discrete_value_vars)
+    if discrete:
+        raise ValueError(
+            f"nuts_sampler='blackjax' samples continuous variables only; {discrete} are "
+            "discrete: use nuts_sampler='pymc'. Nothing was released."
+        )
+    _check_compiles_to_jax(model)
+
+
+def _check_compiles_to_jax(model: pm.Model) -> None:
+    """The model's priors, potentials and deterministics, translated to JAX (nothing is
+    evaluated); the likelihoods are the families' own (``compiles_to_jax``)."""
+    from pymc.sampling.jax import get_jaxified_graph
+
+    outputs = [model.logp(vars=model.free_RVs), *model.potentials, *model.deterministics]
+    outputs = model.replace_rvs_by_values(outputs)
+    try:
+        get_jaxified_graph(inputs=model.value_vars, outputs=outputs)
+    except Exception as error:  # an operation JAX has no translation of
+        raise ValueError(
+            f"nuts_sampler='blackjax': the model's priors, potentials or deterministics use an "
+            f"operation JAX cannot compile ({type(error).__name__}); use nuts_sampler='pymc'. "
+            "Nothing was released."
+        ) from None
 
 
 def _pymc_step_names(model: pm.Model, recognised, mechanism: str, step) -> set[str]:

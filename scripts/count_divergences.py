@@ -3,6 +3,7 @@
     python scripts/count_divergences.py                          # n ∈ {10³, 10⁴}, ε ∈ {0.1, 1}
     python scripts/count_divergences.py --seeds 5 --draws 1000 --families normal
     python scripts/count_divergences.py --target-accept 0.8     # PyMC's default, not the family's
+    python scripts/count_divergences.py --nuts-sampler blackjax  # BlackJAX's NUTS, compiled once
 
 For every family, n and ε of the calibration study (:data:`pymc_dp.calibration.bounded.CASES`,
 replace-one neighbours, ``data_bounds`` as there) and every seed: simulates a data set with the
@@ -40,6 +41,7 @@ def one_run(
     draws: int,
     tune: int,
     target_accept: float | None = None,
+    nuts_sampler: str = "pymc",
 ) -> dict:
     """Divergences, steps and the divergent draws' region of one data set."""
     case = CASES[family]
@@ -59,6 +61,7 @@ def one_run(
             noise_rng=rng,
             progressbar=False,
             compute_convergence_checks=False,
+            nuts_sampler=nuts_sampler,
             **({} if target_accept is None else {"target_accept": target_accept}),
         )
     stats = idata["sample_stats"]
@@ -92,6 +95,7 @@ def main() -> None:
     parser.add_argument(
         "--target-accept", type=float, default=None, help="default: the family's own"
     )
+    parser.add_argument("--nuts-sampler", default="pymc", choices=["pymc", "blackjax"])
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()}")
     for family in args.families:
@@ -103,7 +107,16 @@ def main() -> None:
             for epsilon in args.epsilons:
                 start = time.perf_counter()
                 runs = [
-                    one_run(family, n, epsilon, seed, args.draws, args.tune, args.target_accept)
+                    one_run(
+                        family,
+                        n,
+                        epsilon,
+                        seed,
+                        args.draws,
+                        args.tune,
+                        args.target_accept,
+                        args.nuts_sampler,
+                    )
                     for seed in range(args.seeds)
                 ]
                 per_seed = " ".join(f"{r['divergences']:.0f}" for r in runs)

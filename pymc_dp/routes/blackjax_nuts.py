@@ -6,8 +6,10 @@ Normal and linear regression; checked before the release) with BlackJAX's NUTS a
 adaptation instead of PyMC's, the whole chain compiled by JAX (Cabezas et al., "BlackJAX:
 composable Bayesian inference in JAX", 2024). PyMC's NUTS spends
 most of a leapfrog step in Python (about 0.1 ms, whatever the model); the noise-aware
-regression's posterior needs ~25 steps per draw, so its 4,000 iterations take ~17 s there and
-~3 s here (``benchmarks/compile_once.py``, ``docs/calibration.md``). The first call on a
+regression's posterior needs ~28 steps per draw with PyMC's dense mass matrix, so its 4,000
+iterations take ~17 s there, and ~4.5 s here with ~50 steps per draw on a diagonal one (the
+default here: BlackJAX's windowed dense estimate lost a chain in the calibration study; see
+``docs/calibration.md`` and ``benchmarks/compile_once.py``). The first call on a
 model structure compiles for 10–20 s (announced); later calls on a model of the same
 structure reuse the compiled chain, since the released values are arguments of the compiled
 function, never constants in it (:class:`BlackJAXRunner`, kept with the private model by
@@ -278,11 +280,22 @@ _STAT_NAMES = ("diverging", "energy", "tree_depth", "n_steps", "acceptance_rate"
 
 
 def _seeds(random_seed, chains: int) -> list[int]:
-    """One integer seed per chain from ``pm.sample``'s ``random_seed`` forms."""
-    if isinstance(random_seed, Sequence) and not isinstance(random_seed, str):
-        return [int(s) for s in random_seed]
-    rng = np.random.default_rng(random_seed)
-    return [int(s) for s in rng.integers(2**30, size=chains)]
+    """One seed per chain, derived from ``random_seed`` as ``pm.sample`` derives them (a
+    generator spawned per chain; any form ``pm.sample`` takes, any length of sequence)."""
+    from pymc.util import get_random_generator
+
+    return [int(rng.integers(2**30)) for rng in get_random_generator(random_seed).spawn(chains)]
+
+
+def _chains(kwargs: Mapping) -> int:
+    """``chains`` as ``pm.sample`` defaults it: max(2, cores), cores at most 4 CPUs."""
+    import os
+
+    if kwargs.get("chains") is not None:
+        return int(kwargs["chains"])
+    cores = kwargs.get("cores")
+    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
+    return max(2, cores)
 
 
 def sample_blackjax(runner: BlackJAXRunner, draws: int, kwargs: Mapping) -> xr.DataTree:
@@ -299,7 +312,7 @@ def sample_blackjax(runner: BlackJAXRunner, draws: int, kwargs: Mapping) -> xr.D
     from pymc.stats.convergence import log_warnings, run_convergence_checks
 
     tune = 1000 if kwargs.get("tune") is None else int(kwargs["tune"])
-    chains = 2 if kwargs.get("chains") is None else int(kwargs["chains"])
+    chains = _chains(kwargs)
     init = str(kwargs.get("init", "auto")).lower()
     init = "jitter+adapt_diag" if init == "auto" else init
     nuts = dict(kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {})

@@ -144,14 +144,14 @@ def structure_key(model: pm.Model) -> str:
 
 
 @contextmanager
-def compiled_private_model(private: pm.Model, what: str) -> Iterator[CompiledModel]:
+def compiled_private_model(private: pm.Model, what: str | None) -> Iterator[CompiledModel]:
     """The kept private model of ``private``'s structure, or ``private`` itself, kept.
 
     Yields a :class:`CompiledModel` whose ``model`` the caller fills with its releases
     (:func:`~pymc_dp.analysis.rewrite.use_release`) and samples; its
     ``logp_dlogp_function`` returns the functions compiled by a previous call. On a miss
     (first call for this structure) :func:`~pymc_dp.compiling.announce` logs that ``what``
-    compiles. On exit
+    compiles (nothing if ``what`` is None: the caller announces what it compiles). On exit
     every released value in the model is overwritten with NaN, whether sampling succeeded
     or not. A model in use by another call (threads), or one whose graph cannot be printed,
     is not shared: ``private`` is then compiled on its own and not kept.
@@ -171,7 +171,8 @@ def compiled_private_model(private: pm.Model, what: str) -> Iterator[CompiledMod
                 _cache[key] = entry
                 while len(_cache) > CACHE_SIZE:
                     _cache.popitem(last=False)
-            announce(what, True)
+            if what is not None:
+                announce(what, True)
         entry.in_use = True
     try:
         yield entry

@@ -134,18 +134,20 @@ def sample_released(
         # Compile once: a private model of bounded releases reads them from data containers.
         blackjax = request.sample_kwargs.get("nuts_sampler") == "blackjax"
         what = _compiling_what(releases, inference, "JAX" if blackjax else "PyTensor")
-        with compiled_private_model(private, what) as kept:
+        with compiled_private_model(private, None) as kept:
             for release in releases:
                 use_release(kept.model, release)
             kwargs = _sample_kwargs(request, releases, inference, kept.model, kept)
             with kept.model, route_context():
+                # announced when the sampler's own functions are not compiled yet (a kept
+                # model sampled by one sampler is a first compile for the other)
                 if blackjax:
                     if kept.blackjax_runner is None:
-                        # announced by compiled_private_model unless PyMC sampled it before
-                        announce(what, bool(kept.functions))
+                        announce(what, True)
                         kept.blackjax_runner = BlackJAXRunner(kept.model)
                     idata = sample_blackjax(kept.blackjax_runner, request.draws, kwargs)
                 else:
+                    announce(what, not kept.functions)
                     idata = pm.sample(request.draws, step=[], model=kept.model, **kwargs)
     else:
         # Released Beta/Dirichlet statistics are constants of the potential: built per call.
@@ -216,7 +218,9 @@ def _noise_aware_sampler_defaults(kwargs: dict, releases) -> None:
     nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
     if "target_accept" in wanted and "target_accept" not in {**kwargs, **nuts}:
         kwargs["target_accept"] = wanted["target_accept"]
-    if "init" in wanted and "init" not in kwargs:
+    if "init" in wanted and "init" not in kwargs and kwargs.get("nuts_sampler") != "blackjax":
+        # a dense mass matrix is PyMC's regularised, continuously adapted one; BlackJAX's
+        # windowed dense estimate lost the regression's chain (docs/calibration.md)
         kwargs["init"] = wanted["init"]
 
 

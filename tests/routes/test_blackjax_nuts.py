@@ -235,3 +235,95 @@ def test_blackjax_samples_a_regression_with_a_private_count_as_pymc_would():
         "y_noise_variance",
     ]
     assert idata["posterior"]["b"].shape == (1, 200, 2)
+
+
+def test_blackjax_takes_the_familys_target_accept_but_not_its_dense_mass_matrix():
+    """The regression asks PyMC for a dense mass matrix; BlackJAX's windowed dense estimate
+    lost a chain in the calibration study (docs/calibration.md), so it keeps the diagonal."""
+    from types import SimpleNamespace
+
+    from pymc_dp.families import BOUNDED_FAMILIES
+    from pymc_dp.mechanisms.statistics import BoundedRelease
+    from pymc_dp.routes.laplace import _noise_aware_sampler_defaults
+
+    family = BOUNDED_FAMILIES["linear-regression"]
+    release = BoundedRelease.__new__(BoundedRelease)
+    object.__setattr__(release, "structure", SimpleNamespace(family=family))
+    family_options = family.noise_aware_sampler
+    assert family_options["init"] == "jitter+adapt_full"
+    for sampler, init in (("pymc", "jitter+adapt_full"), ("blackjax", None)):
+        kwargs = {"nuts_sampler": sampler}
+        _noise_aware_sampler_defaults(kwargs, [release])
+        assert kwargs["target_accept"] == family_options["target_accept"]
+        assert kwargs.get("init") == init, sampler
+
+
+def _refused_before_release(model, match, **options):
+    ledger = PrivacyLedger(budget=1.0)
+    with pytest.raises(ValueError, match=match):
+        pymc_dp.sample(
+            10,
+            model=model,
+            epsilon=1.0,
+            data_bounds=BOUNDS,
+            ledger=ledger,
+            nuts_sampler="blackjax",
+            **options,
+        )
+    assert len(ledger) == 0
+
+
+def test_a_discrete_free_variable_is_refused_before_the_release():
+    model = normal_model(records())
+    with model:
+        pm.Bernoulli("z", 0.3)
+    _refused_before_release(model, r"continuous variables only; \['z'\]")
+
+
+def test_an_operation_jax_cannot_compile_is_refused_before_the_release():
+    import pytensor.tensor as pt
+
+    model = normal_model(records())
+    with model:
+        pm.Deterministic("r", pt.round(model["mu"], mode="half_away_from_zero"))
+    _refused_before_release(model, "operation JAX cannot compile")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"nuts": {"max_treedepth": 0}},
+        {"nuts": {"max_treedepth": "x"}},
+        {"nuts": {"target_accept": None}},
+        {"nuts": {"target_accept": 1.5}},
+        {"nuts": {"target_accept": "0.9"}},
+        {"initvals": {"sigma": -1.0}},
+        {"initvals": {"mu": np.nan}},
+        {"var_names": ["precision"]},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("sampler", ["pymc", "blackjax"])
+def test_values_that_would_fail_after_the_release_are_refused_before_it(options, sampler):
+    (name,) = options
+    ledger = PrivacyLedger(budget=1.0)
+    with pytest.raises(ValueError, match=name):
+        pymc_dp.sample(
+            10,
+            model=normal_model(records()),
+            epsilon=1.0,
+            data_bounds=BOUNDS,
+            ledger=ledger,
+            nuts_sampler=sampler,
+            **options,
+        )
+    assert len(ledger) == 0
+
+
+def test_seeds_are_derived_per_chain_as_pm_sample_derives_them():
+    from pymc_dp.routes.blackjax_nuts import _chains, _seeds
+
+    assert len(_seeds([1, 2, 3], 4)) == 4 and len(_seeds([2**70], 2)) == 2
+    assert all(0 <= s < 2**30 for s in _seeds(2**63, 3))
+    assert _seeds(5, 2) == _seeds(5, 2) != _seeds(6, 2)
+    assert _chains({"chains": 3}) == 3 and _chains({"cores": 1}) == 2
