@@ -10,7 +10,7 @@ regression's posterior needs ~28 steps per draw with PyMC's dense mass matrix, s
 iterations take ~17 s there, and ~4.5 s here with ~50 steps per draw on a diagonal one (the
 default here: BlackJAX's windowed dense estimate lost a chain in the calibration study; see
 ``docs/calibration.md`` and ``benchmarks/compile_once.py``). The first call on a
-model structure compiles for 10–20 s (announced); later calls on a model of the same
+model structure takes 9–14 s, most of it compiling (announced); later calls on a model of the same
 structure reuse the compiled chain, since the released values are arguments of the compiled
 function, never constants in it (:class:`BlackJAXRunner`, kept with the private model by
 :func:`pymc_dp.routes.compiled.compiled_private_model`).
@@ -20,7 +20,7 @@ released values, the public constants and the priors, no record. Same order as P
 refuse → validate → budget → event → release → sample → strip; every option this sampler
 cannot honour is refused before the release (:func:`check_blackjax_options`).
 
-Needs the optional ``jax`` and ``blackjax`` packages (``pip install "pymc_dp[calibration]"``).
+Needs the optional ``jax`` and ``blackjax`` packages (``pip install -e ".[calibration]"``).
 Chains run one after another in one process (``cores`` is accepted and not used: vectorising
 two chains over JAX's ``vmap`` was no faster on two cores, since every step waits for the
 longer trajectory). The trace has PyMC's layout: ``posterior`` (free variables and
@@ -112,7 +112,7 @@ def check_blackjax_options(kwargs: Mapping) -> None:
     if not blackjax_installed():
         raise ValueError(
             "nuts_sampler='blackjax' needs the jax and blackjax packages: "
-            'pip install "pymc_dp[calibration]". Nothing was released.'
+            'pip install -e ".[calibration]". Nothing was released.'
         )
     for name in kwargs:
         if name not in BLACKJAX_OPTIONS:
