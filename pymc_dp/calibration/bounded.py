@@ -39,6 +39,7 @@ from pymc_dp.analysis.rewrite import build_private_model, set_released_statistic
 from pymc_dp.families.bounded import BoundedLink
 from pymc_dp.ledger import PrivacyLedger
 from pymc_dp.mechanisms.statistics import release_bounded
+from pymc_dp.routes.blackjax_nuts import blackjax_installed
 
 __all__ = ["CASES", "SAMPLERS", "BoundedCase", "bounded_study", "posterior_intervals"]
 
@@ -294,9 +295,10 @@ def _jax_intervals(model, first, scored):
 
     Raises NotImplementedError (PyTensor's JAX backend) if a shape depends on the data.
     """
-    import blackjax
     import jax
     from pymc.sampling.jax import get_jaxified_graph
+
+    from pymc_dp.routes.blackjax_nuts import nuts_chain
 
     jax.config.update("jax_enable_x64", True)
     names = sorted(first)
@@ -312,24 +314,16 @@ def _jax_intervals(model, first, scored):
     start = [np.asarray(start[v.name], dtype=np.float64) for v in values]
 
     def one(key, data, position, tune, draws, target_accept, full, lo, hi):
-        def logdensity(x):
-            return logp_fn(*x, *data)[0]
-
-        warm, run = jax.random.split(key)
-        adaptation = blackjax.window_adaptation(
-            blackjax.nuts,
-            logdensity,
-            is_mass_matrix_diagonal=not full,
-            target_acceptance_rate=target_accept,
+        kept, _, _ = nuts_chain(
+            lambda x: logp_fn(*x, *data)[0],
+            lambda x: target_fn(*x, *data),
+            key,
+            position,
+            tune,
+            draws,
+            target_accept,
+            full,
         )
-        (state, parameters), _ = adaptation.run(warm, position, num_steps=tune)
-        kernel = blackjax.nuts(logdensity, **parameters).step
-
-        def draw(state, key):
-            state, _ = kernel(key, state)
-            return state, target_fn(*state.position, *data)
-
-        _, kept = jax.lax.scan(draw, state, jax.random.split(run, draws))
         return [jax.numpy.quantile(k, jax.numpy.array([lo, hi]), axis=0) for k in kept]
 
     compiled = jax.jit(one, static_argnums=(3, 4, 5, 6, 7, 8))
@@ -385,7 +379,7 @@ def bounded_study(
     """
     case = CASES[family]
     if sampler is None:
-        sampler = "jax" if _has_jax() else "pymc"
+        sampler = "jax" if blackjax_installed() else "pymc"
     simulated = [case.simulate(n, rng) for _ in range(n_datasets)]
     truth = {name: np.stack([t[name] for t, _, _ in simulated]) for name in case.scored}
     for method in methods:
@@ -407,12 +401,3 @@ def bounded_study(
         )
         for name, label in case.scored.items():
             yield label, method, truth[name], intervals[name]
-
-
-def _has_jax() -> bool:
-    try:
-        import blackjax  # noqa: F401
-        import jax  # noqa: F401
-    except ImportError:
-        return False
-    return True

@@ -50,6 +50,7 @@ __all__ = [
     "BlackJAXRunner",
     "blackjax_installed",
     "check_blackjax_options",
+    "nuts_chain",
     "sample_blackjax",
 ]
 
@@ -196,40 +197,22 @@ class BlackJAXRunner:
         return self._chains[signature]
 
     def _compile(self, tune: int, draws: int, full: bool, max_doublings: int):
-        import blackjax
         import jax
 
         logp, point = self._logp, self._point
 
         def one(key, data, position, target_accept):
-            def logdensity(x):
-                return logp(*x, *data)[0]
-
-            warm, run = jax.random.split(key)
-            adaptation = blackjax.window_adaptation(
-                blackjax.nuts,
-                logdensity,
-                is_mass_matrix_diagonal=not full,
-                target_acceptance_rate=target_accept,
-                max_num_doublings=max_doublings,
+            return nuts_chain(
+                lambda x: logp(*x, *data)[0],
+                lambda x: point(*x, *data),
+                key,
+                position,
+                tune,
+                draws,
+                target_accept,
+                full,
+                max_doublings,
             )
-            (state, parameters), _ = adaptation.run(warm, position, num_steps=tune)
-            kernel = blackjax.nuts(logdensity, **parameters)  # with max_num_doublings
-
-            def draw(state, key):
-                state, info = kernel.step(key, state)
-                stats = (
-                    info.is_divergent,
-                    info.energy,
-                    info.num_trajectory_expansions,
-                    info.num_integration_steps,
-                    info.acceptance_rate,
-                    state.logdensity,
-                )
-                return state, (point(*state.position, *data), stats)
-
-            _, (points, stats) = jax.lax.scan(draw, state, jax.random.split(run, draws))
-            return points, stats, parameters["step_size"]
 
         return jax.jit(one)
 
@@ -274,6 +257,54 @@ class BlackJAXRunner:
                 )
             starts.append(position)
         return starts
+
+
+def nuts_chain(
+    logdensity,
+    point,
+    key,
+    position,
+    tune: int,
+    draws: int,
+    target_accept,
+    full: bool,
+    max_doublings: int = 10,
+):
+    """One BlackJAX NUTS chain, traceable by ``jax.jit``: Stan's window adaptation for
+    ``tune`` steps (diagonal or ``full`` mass matrix), then ``draws`` draws.
+
+    Returns ``(point(position) per draw, stats per draw, step size)``, the stats in the order
+    of ``_STAT_NAMES``. Shared by :class:`BlackJAXRunner` and the calibration study's JAX
+    sampler (``pymc_dp.calibration.bounded``).
+    """
+    import blackjax
+    import jax
+
+    warm, run = jax.random.split(key)
+    adaptation = blackjax.window_adaptation(
+        blackjax.nuts,
+        logdensity,
+        is_mass_matrix_diagonal=not full,
+        target_acceptance_rate=target_accept,
+        max_num_doublings=max_doublings,
+    )
+    (state, parameters), _ = adaptation.run(warm, position, num_steps=tune)
+    kernel = blackjax.nuts(logdensity, **parameters)  # with max_num_doublings
+
+    def draw(state, key):
+        state, info = kernel.step(key, state)
+        stats = (
+            info.is_divergent,
+            info.energy,
+            info.num_trajectory_expansions,
+            info.num_integration_steps,
+            info.acceptance_rate,
+            state.logdensity,
+        )
+        return state, (point(state.position), stats)
+
+    _, (points, stats) = jax.lax.scan(draw, state, jax.random.split(run, draws))
+    return points, stats, parameters["step_size"]
 
 
 _STAT_NAMES = ("diverging", "energy", "tree_depth", "n_steps", "acceptance_rate", "lp")

@@ -40,6 +40,22 @@ def empty_cache():
     compiled.clear_compiled_models()
 
 
+def _refused_before_release(model, match, sampler="blackjax", **options):
+    """pymc_dp.sample raises ValueError matching ``match`` and charges nothing."""
+    ledger = PrivacyLedger(budget=1.0)
+    with pytest.raises(ValueError, match=match):
+        pymc_dp.sample(
+            10,
+            model=model,
+            epsilon=1.0,
+            data_bounds=BOUNDS,
+            ledger=ledger,
+            nuts_sampler=sampler,
+            **options,
+        )
+    assert len(ledger) == 0
+
+
 @pytest.mark.parametrize(
     "options",
     [
@@ -54,19 +70,8 @@ def empty_cache():
     ids=lambda o: next(iter(o)),
 )
 def test_options_blackjax_cannot_honour_are_refused_before_the_release(options):
-    ledger = PrivacyLedger(budget=1.0)
     (name,) = options
-    with pytest.raises(ValueError, match=r"nuts_sampler='blackjax'|" + name):
-        pymc_dp.sample(
-            10,
-            model=normal_model(records()),
-            epsilon=1.0,
-            data_bounds=BOUNDS,
-            ledger=ledger,
-            nuts_sampler="blackjax",
-            **options,
-        )
-    assert len(ledger) == 0
+    _refused_before_release(normal_model(records()), r"nuts_sampler='blackjax'|" + name, **options)
 
 
 def test_blackjax_is_refused_on_a_model_with_a_private_step_before_the_release():
@@ -258,21 +263,6 @@ def test_blackjax_takes_the_familys_target_accept_but_not_its_dense_mass_matrix(
         assert kwargs.get("init") == init, sampler
 
 
-def _refused_before_release(model, match, **options):
-    ledger = PrivacyLedger(budget=1.0)
-    with pytest.raises(ValueError, match=match):
-        pymc_dp.sample(
-            10,
-            model=model,
-            epsilon=1.0,
-            data_bounds=BOUNDS,
-            ledger=ledger,
-            nuts_sampler="blackjax",
-            **options,
-        )
-    assert len(ledger) == 0
-
-
 def test_a_discrete_free_variable_is_refused_before_the_release():
     model = normal_model(records())
     with model:
@@ -306,18 +296,7 @@ def test_an_operation_jax_cannot_compile_is_refused_before_the_release():
 @pytest.mark.parametrize("sampler", ["pymc", "blackjax"])
 def test_values_that_would_fail_after_the_release_are_refused_before_it(options, sampler):
     (name,) = options
-    ledger = PrivacyLedger(budget=1.0)
-    with pytest.raises(ValueError, match=name):
-        pymc_dp.sample(
-            10,
-            model=normal_model(records()),
-            epsilon=1.0,
-            data_bounds=BOUNDS,
-            ledger=ledger,
-            nuts_sampler=sampler,
-            **options,
-        )
-    assert len(ledger) == 0
+    _refused_before_release(normal_model(records()), name, sampler=sampler, **options)
 
 
 def test_seeds_are_derived_per_chain_as_pm_sample_derives_them():
