@@ -7,7 +7,10 @@ refused here or by the default-deny classifier, :mod:`pymc_dp.analysis.inputs`):
   variables of shape () or (G,) (any positive prior), ``group`` a constant vector of integer
   labels; ``data_bounds={"y": (0, c)}``.
 * **Normal** — ``pm.Normal("y", mu=mu, sigma=sigma)``: ``mu`` and ``sigma`` scalar graphs
-  (free variables with any priors, or constants); ``data_bounds={"y": (a, b)}``.
+  (free variables with any priors, or constants); ``data_bounds={"y": (a, b)}``. Or group
+  means: ``mu`` any graph of group-level means picked by private group labels
+  (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``: read per cell,
+  :func:`~pymc_dp.analysis.cells.cell_parameter`), ``sigma`` one scalar.
 * **Linear regression** — ``pm.Normal("y", mu=X @ beta + alpha, sigma=sigma)``, also
   ``alpha + X @ beta``, ``pm.math.dot(X, beta)`` and ``X @ beta`` without intercept: ``X`` a
   ``pm.Data`` container or a constant matrix (n, p) of covariates (private, read only by this
@@ -76,6 +79,7 @@ from pymc_dp.families.bounded import (
     BoundedStructure,
     CovariateBins,
     declared_bounds,
+    refuse_latent_name_clash,
 )
 from pymc_dp.records import dask_records
 
@@ -157,6 +161,7 @@ def find_bounded_link(
         For an invalid bound.
     """
     name = observed_rv.name
+    refuse_latent_name_clash(model, name)
     likelihood = distribution_name(observed_rv, _LIKELIHOODS)
     params = observed_rv.owner.op.dist_params(observed_rv.owner)
     values = model.rvs_to_values[observed_rv]
@@ -182,10 +187,7 @@ def find_bounded_link(
         deterministic = deterministic_of(mu, model)
         if deterministic is not None:
             raise wrapped_parameter(name, "mean", deterministic)
-        found = (
-            f"a Normal whose mean is neither a scalar nor X @ beta (+ alpha): {describe_graph(mu)}"
-        )
-        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+        return _normal_cells(model, name, mu, sigma, values, data_bounds, clamp)
     return _regression(model, name, *linear, sigma, values, data_bounds, clamp)
 
 
@@ -425,6 +427,57 @@ def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
     return BoundedFound(BoundedLink(structure, data), (), (name,))
 
 
+def _normal_cells(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
+    """A Normal whose mean is any graph of group-level means picked by group labels
+    (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``) and whose sd is one scalar: the
+    per-cell (n_c, Σu_c, Σu²_c) of :class:`~pymc_dp.families.normal.NormalFamily`, one row
+    per cell (:func:`~pymc_dp.analysis.cells.cell_parameter`). A mean that reads per-record
+    covariates other than ``X @ beta (+ alpha)`` is refused: averaged over a bin it is not
+    the mean of a Normal."""
+    container = require_as_is(values, name, OBSERVED)
+    n_records = record_length(container.reshape((-1,)))
+    if record_covariates(mu, model, n_records):
+        found = (
+            "a Normal whose mean reads per-record covariates in another form than "
+            f"X @ beta (+ alpha): {describe_graph(mu)}"
+        )
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+    try:
+        cells = cell_parameter(mu, model, name, n_records)
+    except NonPrivateModelError as error:
+        found = (
+            "a Normal whose mean is neither a scalar, nor X @ beta (+ alpha), nor group-level "
+            f"means picked by group labels ({error}): {describe_graph(mu)}"
+        )
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS) from None
+    if not cells.labels:
+        found = f"a Normal whose mean varies by record without group labels: {describe_graph(mu)}"
+        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+    if dask_records(container) is not None:
+        raise NonPrivateModelError(
+            f"{name}: records in a Dask collection are not supported for a Normal mean read "
+            "per group; give the records in memory. Nothing was released."
+        )
+    bounds = _bounds(data_bounds, name, name, "values")
+    data = record_values(values, name, OBSERVED).reshape(-1)
+    parameters = {"mu": cells.graph, "sigma": sigma}
+    # the labels may not be the records themselves (a mean that reads its own values)
+    _refuse_parameters_reading_records(name, {"mean": mu}, [container])
+    _refuse_parameters_reading_records(name, {"sigma": sigma}, [container, *cells.labels])
+    structure = BoundedStructure(
+        observed=name,
+        family=BOUNDED_FAMILIES["normal"],
+        bounds=bounds,
+        parameters=parameters,
+        n_groups=cells.n_cells,
+        grouped=True,
+        clamp=frozenset(k for k in clamp if k == name),
+        label_sizes=cells.sizes,
+    )
+    link = BoundedLink(structure, data, groups=_cell_labels(cells, name))
+    return BoundedFound(link, tuple(cells.labels), (name,))
+
+
 def _regression(model, name, covariates, beta, alpha, sigma, values, data_bounds, clamp):
     leaf = require_as_is(covariates, name, "covariates")  # the container itself
     container = require_as_is(values, name, OBSERVED)
@@ -604,6 +657,7 @@ def find_cell_link(
         not a cell parameter (:func:`~pymc_dp.analysis.cells.cell_parameter`).
     """
     name = rv.name
+    refuse_latent_name_clash(model, name)
     likelihood = distribution_name(rv, _CELL_TABLE)
     params = rv.owner.op.dist_params(rv.owner)
     values = model.rvs_to_values[rv]

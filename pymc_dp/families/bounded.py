@@ -41,7 +41,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-from pymc_dp.errors import InvalidPrivateDataError, value_free_repr
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
 from pymc_dp.families.base import (
     RecordSummary,
     reject_out_of_range,
@@ -51,6 +51,7 @@ from pymc_dp.families.base import (
 
 __all__ = [
     "GAUSS_LEGENDRE_NODES",
+    "LATENT_STEMS",
     "MAX_COVARIATE_BINS",
     "BoundedFamily",
     "BoundedLink",
@@ -65,6 +66,7 @@ __all__ = [
     "positive_counts",
     "record_cells",
     "record_count_initial_offset",
+    "refuse_latent_name_clash",
     "to_unit_interval",
 ]
 
@@ -578,6 +580,32 @@ def to_unit_interval(values: np.ndarray, low, high) -> np.ndarray:
 
 
 # --- the noise-aware pieces every family shares -------------------------------------------
+
+
+LATENT_STEMS = ("n_records", "noise_variance", "covariate_", "cell_log_size")
+"""Stems of the latent variables the noise-aware private models add, named
+``<observed>_<stem>…`` (:func:`latent_record_count`, :func:`laplace_noise_variance`, the
+regression's covariate model, the cells' sizes)."""
+
+
+def refuse_latent_name_clash(model: pm.Model, observed: str) -> None:
+    """Refuse, before any release, a model variable named like a latent variable the private
+    model of ``observed`` may add (:data:`LATENT_STEMS`): the private model could not be
+    built after the release had been charged.
+
+    Raises
+    ------
+    NonPrivateModelError
+        Naming the variable (a model's names are public).
+    """
+    prefixes = tuple(f"{observed}_{stem}" for stem in LATENT_STEMS)
+    clashes = sorted(name for name in model.named_vars if name.startswith(prefixes))
+    if clashes:
+        raise NonPrivateModelError(
+            f"{observed}: the model has variable(s) {clashes} named like the latent variables "
+            f"the private model adds for {observed!r} (names starting "
+            f"{', '.join(repr(p) for p in prefixes)}); rename them. Nothing was released."
+        )
 
 
 def laplace_noise_variance(name: str, scale: Variable, shape: int) -> Variable:

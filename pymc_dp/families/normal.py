@@ -17,7 +17,9 @@ Tempered update (Foulds et al. 2016, §3.1 eq. 14, §4.1 eq. 19):
 w = (x − a)/(b − a) − ½ ∈ [−½, ½] and released through (n, Σw, Σw²) with ε split 30/70
 between Σw and Σw² (n public under replace-one; :mod:`pymc_dp.families.second_moments`,
 which holds the statistics, their sensitivity, the plug-in likelihood and the exact
-two-component noise-aware likelihood this family shares with linear regression).
+two-component noise-aware likelihood this family shares with linear regression). A mean read
+per cell of private group labels (group means, :class:`NormalFamily`) releases
+(n_c, Σw_c, Σw²_c) per cell with ε split by ``CELL_SHARES``.
 """
 
 from __future__ import annotations
@@ -27,12 +29,33 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
 
-from pymc_dp.families.bounded import BoundedLink, BoundedStructure, check_bounded_values
-from pymc_dp.families.second_moments import SecondMomentFamily, second_moment_names
+from pymc_dp.families.base import group_sums
+from pymc_dp.families.bounded import (
+    BoundedLink,
+    BoundedStructure,
+    check_bounded_values,
+    check_group_labels,
+    latent_record_count,
+    positive_counts,
+    to_unit_interval,
+)
+from pymc_dp.families.second_moments import (
+    CENTRE,
+    ROUND_UP,
+    SecondMomentFamily,
+    entry_sensitivity,
+    project_second_moments,
+    second_moment_names,
+    second_moment_weights,
+    two_component_laplace_log_likelihood,
+)
 from pymc_dp.truncated import truncated_normal
 
 __all__ = [
+    "CELL_SHARES",
     "NormalFamily",
     "normal_log_likelihood_bound",
     "normal_record_statistics",
@@ -121,15 +144,43 @@ def normal_tempered_draw(
     return truncated_normal(mean, sd, bounds[0], bounds[1], rng)
 
 
-class NormalFamily(SecondMomentFamily):
-    """Normal(μ, σ) records x ∈ [a, b] (declared), μ and σ scalar graphs (any priors).
+CELL_SHARES = np.array([0.2, 0.3, 0.5])
+"""Shares of ε of (n_c, Σw_c, Σw²_c) when the mean is read per cell (public constants). Every
+cell's count is private and its relative error moves the cell's mean and sd with it; at
+5% (the ungrouped add-remove-one share) a cell of 250 records had a count noise sd of 57 at
+ε = 1 and a chain stuck where a count was a quarter of its true value."""
 
-    Statistics (n, Σw, Σw²) of w = (x − a)/(b − a) − ½; see the module docstring.
+
+class NormalFamily(SecondMomentFamily):
+    """Normal(μ, σ) records x ∈ [a, b] (declared), σ a scalar graph, μ a scalar graph or a
+    graph of group-level means picked by private group labels (any priors).
+
+    Statistics (n, Σw, Σw²) of w = (x − a)/(b − a) − ½ (see the module docstring); per cell
+    of the labels when μ is read per group (``theta[g]``, ``mu + tau * z[g]``,
+    ``a[g1] + b[g2]``: :func:`pymc_dp.analysis.cells.cell_parameter`).
+
+    **Per cell.** Labels are private, so every cell's count n_c is released with its sums,
+    with ε split by ``CELL_SHARES`` (n 20%, Σw 30%, Σw² 50%), weights
+    c = (c₀, c₁, c₂) = shares over the ranges (1, ½, ¼). A record
+    adds (c₀, c₁w, c₂w²) to its cell's row, of L1 norm at most c₀ + c₁/2 + c₂/4 = 1:
+    add-remove-one changes one row by that (Δ₁ = 1); replace-one may move a record from one
+    cell to another, one row losing a vector and another gaining one (Δ₁ = 2), and within a
+    cell changes (Σw, Σw²) by at most (c₁, c₂/4), less. L2: ‖v‖₂ ≤ A = √(c₀² + c₁²/4 + c₂²/16)
+    under add-remove-one, √2·A under replace-one (or √(c₁² + c₂²/16) within a cell, if larger).
+    The noise-aware likelihood takes every cell's count as latent (``<y>_n_records``, flat
+    prior, non-centred) and the exact two-component density of its (Σw, Σw²) given the count
+    (:func:`~pymc_dp.families.second_moments.two_component_laplace_log_likelihood`), the CLT
+    law of the sums given n_c, μ_c and σ: an approximation for cells of a few records, as
+    for the ungrouped model at small n (``docs/calibration.md``).
     """
 
     name = "normal"
     likelihood = "normal"
-    pattern = "Normal(mu, sigma), mu and sigma scalar graphs, with data_bounds on the values"
+    pattern = (
+        "Normal(mu, sigma), sigma a scalar graph, mu a scalar graph or group-level means picked "
+        "by group labels (theta[group], mu + tau * z[group], a[g1] + b[g2]), with data_bounds "
+        "on the values"
+    )
     # the exact two-component likelihood has no latent variable; the posterior's own curved
     # ridge (the release pins m² + s²) still diverged 0–14 per 1,000 at PyMC's 0.8, none at
     # 0.9 on the calibration study's designs (docs/calibration.md)
@@ -144,10 +195,63 @@ class NormalFamily(SecondMomentFamily):
             "values",
             link.observed in structure.clamp,
         )
+        if structure.grouped:
+            return values, check_group_labels(link)
         return (values,)
+
+    def statistics(self, link: BoundedLink) -> np.ndarray:
+        structure = link.structure
+        if not structure.grouped:
+            return super().statistics(link)
+        values, cells = self.records(link)
+        w = to_unit_interval(values, *structure.bounds) - CENTRE
+        per_record = np.column_stack([np.ones(w.size), w, w**2])
+        return group_sums(per_record, cells, structure.n_groups)
 
     def component_names(self, structure: BoundedStructure) -> list[str]:
         return second_moment_names(["u"])
+
+    def _relation(self, structure: BoundedStructure, neighbouring: str) -> str:
+        """Per cell the counts are private under either relation: add-remove-one's split."""
+        return "add-remove-one" if structure.grouped else neighbouring
+
+    def released_components(self, structure: BoundedStructure, neighbouring: str) -> np.ndarray:
+        return super().released_components(structure, self._relation(structure, neighbouring))
+
+    def weights(self, structure: BoundedStructure, neighbouring: str) -> np.ndarray:
+        if structure.grouped:
+            return CELL_SHARES / entry_sensitivity(1, "add-remove-one")
+        return second_moment_weights(1, neighbouring)
+
+    def sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
+        """L1 of the weighted (G, 3) release per cell: 1 (add-remove-one), 2 (replace-one:
+        a record leaves one cell's row and enters another's); see the class docstring."""
+        if not structure.grouped:
+            return super().sensitivity(structure, neighbouring)
+        one_row = float(np.sum(CELL_SHARES)) * ROUND_UP
+        return one_row if neighbouring == "add-remove-one" else 2.0 * one_row
+
+    def l2_sensitivity(self, structure: BoundedStructure, neighbouring: str) -> float:
+        if not structure.grouped:
+            return super().l2_sensitivity(structure, neighbouring)
+        one_row = math.sqrt(float(np.sum(CELL_SHARES**2))) * ROUND_UP
+        if neighbouring == "add-remove-one":
+            return one_row
+        _, c1, c2 = self.weights(structure, neighbouring)
+        within = math.sqrt(c1**2 + c2**2 / 16.0) * ROUND_UP
+        return max(math.sqrt(2.0) * one_row, within)
+
+    def project(
+        self, full: np.ndarray, structure: BoundedStructure, scale: float, neighbouring: str
+    ) -> np.ndarray:
+        if not structure.grouped:
+            return super().project(full, structure, scale, neighbouring)
+        floor = float(scale) / float(self.weights(structure, neighbouring)[2])
+        rows = np.zeros_like(np.asarray(full, dtype=np.float64))
+        for g, row in enumerate(np.asarray(full, dtype=np.float64)):
+            if row[0] >= 1.0:  # a cell released with under one record reads as empty
+                rows[g] = project_second_moments(row, 1, floor=floor)
+        return rows
 
     def unit_coefficients(self, parameters, structure):
         low, high = structure.bounds
@@ -158,11 +262,62 @@ class NormalFamily(SecondMomentFamily):
         mean, sd = self.unit_coefficients(parameters, structure)
         return mean.reshape((1,)), (sd**2).reshape((1, 1))
 
+    def plugin_log_likelihood(self, parameters, table, structure) -> Variable:
+        if not structure.grouped:
+            return super().plugin_log_likelihood(parameters, table, structure)
+        mean, sd = self.unit_coefficients(parameters, structure)
+        theta = pt.as_tensor(mean).reshape((structure.n_groups,)) - CENTRE
+        n, first, second = table[:, 0], table[:, 1], table[:, 2]
+        low, high = structure.bounds
+        squares = second - 2.0 * theta * first + theta**2 * n
+        return pt.sum(
+            -0.5 * n * math.log(2 * math.pi) - n * pt.log(sd * (high - low)) - squares / (2 * sd**2)
+        )
+
+    def noise_aware_log_likelihood(
+        self, parameters, released, scale, public_n, structure, neighbouring, noise="laplace"
+    ) -> Variable:
+        if not structure.grouped:
+            return super().noise_aware_log_likelihood(
+                parameters, released, scale, public_n, structure, neighbouring, noise
+            )
+        cells = structure.n_groups
+        c0, c1, c2 = self.weights(structure, neighbouring)
+        n = latent_record_count(structure.observed, released[:, 0] / c0, scale / c0, cells, noise)
+        mean, sd = self.unit_coefficients(parameters, structure)
+        m = pt.as_tensor(mean).reshape((cells,)) - CENTRE
+        s2 = sd**2
+        # the CLT law of (c₁Σw, c₂Σw²) in each cell: n·E and n·Cov of (w, w²), w ~ N(m, s²)
+        mean_t = pt.stack([n * m * c1, n * (s2 + m**2) * c2], axis=-1)
+        var_1 = n * s2 * c1**2
+        cov_12 = n * 2.0 * m * s2 * c1 * c2
+        var_2 = n * (4.0 * m**2 * s2 + 2.0 * s2**2) * c2**2
+        values = released[:, 1:]
+        if noise == "gaussian":  # + N(0, σ²I), σ = scale: bivariate normal per cell
+            a, b, d = var_1 + scale**2, cov_12, var_2 + scale**2
+            r1, r2 = values[:, 0] - mean_t[:, 0], values[:, 1] - mean_t[:, 1]
+            det = a * d - b**2
+            loglik = (
+                -math.log(2 * math.pi)
+                - 0.5 * pt.log(det)
+                - 0.5 * (d * r1**2 - 2.0 * b * r1 * r2 + a * r2**2) / det
+            )
+        else:
+            cov = pt.stack(
+                [pt.stack([var_1, cov_12], axis=-1), pt.stack([cov_12, var_2], axis=-1)], axis=-2
+            )
+            loglik = two_component_laplace_log_likelihood(values, mean_t, cov, scale)
+        return positive_counts(n, pt.sum(loglik))
+
     def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
         low, high = structure.bounds
+        unit = f"u = (x − {low:g})/({high:g} − {low:g}) − ½"
+        split = self.describe_split(structure, self._relation(structure, neighbouring))
+        if structure.grouped:
+            return (
+                f"normal sufficient statistics (n_c, Σu_c, Σu²_c) per cell "
+                f"({structure.n_groups} cells) of {unit}; {split}"
+            )
         what = "(Σu, Σu²)" if neighbouring == "replace-one" else "(n, Σu, Σu²)"
         public = "; n public" if neighbouring == "replace-one" else ""
-        return (
-            f"normal sufficient statistics {what} of u = (x − {low:g})/({high:g} − {low:g}) − ½"
-            f"{public}; {self.describe_split(structure, neighbouring)}"
-        )
+        return f"normal sufficient statistics {what} of {unit}{public}; {split}"

@@ -57,6 +57,7 @@ from pymc_dp.families.bounded import (
     laplace_noise_variance,
     latent_record_count,
     positive_counts,
+    record_count_initial_offset,
     to_unit_interval,
 )
 
@@ -457,18 +458,20 @@ def two_component_laplace_log_likelihood(
     integral over V = 2b²x is taken by exp-sinh quadrature (61 fixed nodes, log error below
     2e-9): log Σ_k w_k N(y₁; m₁, C₁₁ + V_k) (N ⊛ L)(y₂ − μ(V_k)).
 
-    ``values`` (2,), ``mean`` (2,), ``cov`` (2, 2): y, n·E t and n·Cov t of the two released
-    components; ``scale`` b. Used for the Normal family's (Σu, Σu²), whose latent-variance
-    form put NUTS in a funnel (``docs/calibration.md``).
+    ``values`` (…, 2), ``mean`` (…, 2), ``cov`` (…, 2, 2): y, n·E t and n·Cov t of the two
+    released components, with any leading (group) axes; ``scale`` b. Returns one log density
+    per leading index (a scalar for one group). Used for the Normal family's (Σu, Σu²),
+    whose latent-variance form put NUTS in a funnel (``docs/calibration.md``), per group when
+    the mean is read per group.
     """
     variance = 2.0 * scale**2 * _DE_X
-    total = cov[0, 0] + variance
-    residual = values[0] - mean[0]
+    total = cov[..., 0, 0, None] + variance
+    residual = (values[..., 0] - mean[..., 0])[..., None]
     first = -0.5 * pt.log(2.0 * np.pi * total) - residual**2 / (2.0 * total)
-    centre = mean[1] + cov[0, 1] * residual / total
-    spread = cov[1, 1] - cov[0, 1] ** 2 / total
-    second = log_normal_laplace(values[1] - centre, spread, scale)
-    return pt.logsumexp(_DE_LOG_WEIGHTS + first + second)
+    centre = mean[..., 1, None] + cov[..., 0, 1, None] * residual / total
+    spread = cov[..., 1, 1, None] - cov[..., 0, 1, None] ** 2 / total
+    second = log_normal_laplace(values[..., 1, None] - centre, spread, scale)
+    return pt.logsumexp(_DE_LOG_WEIGHTS + first + second, axis=-1)
 
 
 def gaussian_release_log_likelihood(
@@ -609,10 +612,22 @@ class SecondMomentFamily(BoundedFamily):
             noise,
         )
 
+    def initial_values(self, release) -> dict[str, np.ndarray]:
+        """A private n (add-remove-one, or per cell) starts where every latent count is ≥ 1
+        (:func:`~pymc_dp.families.bounded.record_count_initial_offset`): a cell of few
+        records has a released count near or below 0."""
+        if release.public_n is not None:
+            return {}
+        structure = release.structure
+        c0 = float(self.weights(structure, release.neighbouring)[0])
+        noisy = np.asarray(release.noisy, dtype=np.float64).reshape(structure.n_groups, -1)
+        offset = record_count_initial_offset(noisy[:, 0] / c0, release.scale / c0)
+        return {f"{release.observed}_n_records_offset": offset}
+
     def describe_split(self, structure: BoundedStructure, neighbouring: str) -> str:
         """The budget split in words, for the ledger: the share of ε of each block."""
         q = self.q(structure)
-        shares = second_moment_shares(q, neighbouring)
+        shares = self.weights(structure, neighbouring) * entry_sensitivity(q, neighbouring)
         totals: dict[str, float] = {}
         for kind, share in zip(entry_kinds(q), shares, strict=True):
             if share > 0:

@@ -199,8 +199,11 @@ BOUNDED_SOURCES = {
     "normal": (
         "Bernstein & Sheldon 2018 (NeurIPS), §3: Laplace mechanism on the sufficient statistics "
         "(n, Σu, Σu²) of values rescaled by their declared bounds and centred on the midpoint, "
-        "each weighted by its share of ε over its range; exact replace-one sensitivity of the "
-        "weighted vector (pymc_dp.families.second_moments.replace_one_maximiser)"
+        "each weighted by its share of ε over its range; one group: exact replace-one "
+        "sensitivity of the weighted vector (pymc_dp.families.second_moments."
+        "replace_one_maximiser); group means: (n_c, Σu_c, Σu²_c) per cell of the labels, "
+        "grouped-table sensitivity (a record leaves one row and enters another) as Foulds et al. "
+        "2016, §3.2, eq. (16)-(17)"
     ),
     "linear-regression": (
         "Bernstein & Sheldon 2019 (NeurIPS), §3: sufficient statistics perturbation of the upper "

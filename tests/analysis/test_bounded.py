@@ -123,13 +123,16 @@ def test_a_missing_bound_names_the_variable_and_the_bound():
     _refused(poisson, NonPrivateModelError, r"c: .*data_bounds\['c'\] .* missing")
 
 
+OTHER_FORM = "per-record covariates in another form than X @ beta"
+
+
 @pytest.mark.parametrize(
     "mean, match",
     [
-        (lambda x, b, a: pm.math.exp(x @ b + a), "neither a scalar nor X @ beta"),
-        (lambda x, b, a: x @ b + a * x[:, 0], "neither a scalar nor X @ beta"),
+        (lambda x, b, a: pm.math.exp(x @ b + a), OTHER_FORM),
+        (lambda x, b, a: x @ b + a * x[:, 0], OTHER_FORM),
         (lambda x, b, a: (x * 2.0) @ b + a, "covariates are computed in the model graph"),
-        (lambda x, b, a: x @ b + a + 1.0, "neither a scalar nor X @ beta"),
+        (lambda x, b, a: x @ b + a + 1.0, OTHER_FORM),
     ],
     ids=["nonlinear", "covariate-in-intercept", "transformed-X", "three-terms"],
 )

@@ -254,6 +254,7 @@ def test_blackjax_takes_the_familys_target_accept_but_not_its_dense_mass_matrix(
     family = BOUNDED_FAMILIES["linear-regression"]
     release = BoundedRelease.__new__(BoundedRelease)
     object.__setattr__(release, "structure", SimpleNamespace(family=family))
+    object.__setattr__(release, "public_n", np.array([100.0]))  # replace-one: no latent n
     family_options = family.noise_aware_sampler
     assert family_options["init"] == "jitter+adapt_full"
     for sampler, init in (("pymc", "jitter+adapt_full"), ("blackjax", None)):
