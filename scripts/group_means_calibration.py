@@ -2,6 +2,7 @@
 
     python scripts/group_means_calibration.py                # 12 data sets, n = 2,000, ε = 1
     python scripts/group_means_calibration.py --datasets 20 --n 10000 --epsilon 0.5
+    python scripts/group_means_calibration.py --first-seed 12     # 12 more data sets
 
 For every data set: the group means θ_g = μ + τ z_g (G = 8, μ ~ N(0, 1), τ ~ HalfNormal(1),
 drawn from the prior), σ = 1, group labels uniform, records clipped to the declared bounds
@@ -78,11 +79,16 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=12)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--first-seed", type=int, default=0)
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()}")
     start = time.perf_counter()
-    runs = [one(seed, args.n, args.epsilon) for seed in range(args.datasets)]
-    print(f"n = {args.n}, ε = {args.epsilon}, {args.datasets} data sets, G = {GROUPS}")
+    seeds = range(args.first_seed, args.first_seed + args.datasets)
+    runs = [one(seed, args.n, args.epsilon) for seed in seeds]
+    print(
+        f"n = {args.n}, ε = {args.epsilon}, {args.datasets} data sets (seeds from "
+        f"{args.first_seed}), G = {GROUPS}"
+    )
     for name in ("theta", "sigma", "mu"):
         covered = np.concatenate([r[name][0] for r in runs])
         ratio = np.concatenate([r[name][1] for r in runs])

@@ -190,7 +190,7 @@ def cell_parameter(
     if not record_level:  # one cell: the parameter must be the same for every record
         if param.ndim > event_ndim and _length(param) != 1:
             raise NonPrivateModelError(
-                f"{observed}: its parameter varies by record ({_length(param)} values) but "
+                f"{observed}: its parameter varies by record but "
                 "reads no group labels: no per-cell statistics carry it (a parameter per "
                 "record, or per-record covariates). Nothing was released."
             )

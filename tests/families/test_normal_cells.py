@@ -297,3 +297,17 @@ def test_labels_that_are_the_records_themselves_are_refused():
     with pytest.raises(NonPrivateModelError, match=r"y: .*mean.*reads") as raised:
         pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, ledger=ledger)
     assert len(ledger) == 0 and "Nothing was released" in str(raised.value)
+
+
+def test_a_refusal_of_a_per_record_mean_does_not_print_the_number_of_records():
+    """Under add-remove-one the number of records is private: the refusal names the shape of
+    the problem, not the parameter's length (the review found "(40 values)")."""
+    values = RNG.normal(0.0, 1.0, 37)
+    with pm.Model() as model:
+        theta = pm.Normal("theta", 0.0, 1.0, shape=37)  # one latent mean per record
+        pm.Normal("y", mu=theta, sigma=1.0, observed=values)
+    with pytest.raises(NonPrivateModelError, match="varies by record") as raised:
+        pymc_dp.sample(
+            epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, neighbouring="add-remove-one"
+        )
+    assert "37" not in str(raised.value)
