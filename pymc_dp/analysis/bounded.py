@@ -10,7 +10,8 @@ refused here or by the default-deny classifier, :mod:`pymc_dp.analysis.inputs`):
   (free variables with any priors, or constants); ``data_bounds={"y": (a, b)}``. Or group
   means: ``mu`` any graph of group-level means picked by private group labels
   (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``: read per cell,
-  :func:`~pymc_dp.analysis.cells.cell_parameter`), ``sigma`` one scalar.
+  :func:`~pymc_dp.analysis.cells.cell_parameter`), ``sigma`` one scalar or read by the same
+  labels (``sigma[g]``).
 * **Linear regression** — ``pm.Normal("y", mu=X @ beta + alpha, sigma=sigma)``, also
   ``alpha + X @ beta``, ``pm.math.dot(X, beta)`` and ``X @ beta`` without intercept: ``X`` a
   ``pm.Data`` container or a constant matrix (n, p) of covariates (private, read only by this
@@ -169,10 +170,15 @@ def find_bounded_link(
         return _poisson(model, name, params[0], values, data_bounds, clamp, covariate_bins)
     mu, sigma = (strip_expand_dims(p) for p in params)
     if sigma.ndim != 0:
-        raise NonPrivateModelError(
-            f"{name}: its Normal sigma must be one scalar (a free variable or a constant); a "
-            "per-record sigma has no bounded statistics here. Nothing was released."
-        )
+        if mu.ndim != 0 and _linear_predictor(mu) is not None:
+            raise NonPrivateModelError(
+                f"{name}: a regression's Normal sigma must be one scalar (a free variable or a "
+                "constant). Nothing was released."
+            )
+        deterministic = deterministic_of(sigma, model)
+        if deterministic is not None:
+            raise wrapped_parameter(name, "sd", deterministic)
+        return _normal_cells(model, name, mu, sigma, values, data_bounds, clamp)
     if is_data(sigma, model):
         value = np.asarray(variable_value(sigma), dtype=np.float64)
         if not (np.isfinite(value) and value > 0):
@@ -428,42 +434,72 @@ def _normal(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
 
 
 def _normal_cells(model, name, mu, sigma, values, data_bounds, clamp) -> BoundedFound:
-    """A Normal whose mean is any graph of group-level means picked by group labels
-    (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``) and whose sd is one scalar: the
-    per-cell (n_c, Σu_c, Σu²_c) of :class:`~pymc_dp.families.normal.NormalFamily`, one row
-    per cell (:func:`~pymc_dp.analysis.cells.cell_parameter`). A mean that reads per-record
+    """A Normal whose mean, sd or both are graphs of group-level quantities picked by group
+    labels (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``, ``sigma[g]``; the other a
+    scalar, or both reading the same labels): the per-cell (n_c, Σu_c, Σu²_c) of
+    :class:`~pymc_dp.families.normal.NormalFamily`, one row per cell
+    (:func:`~pymc_dp.analysis.cells.cell_parameter`). A mean that reads per-record
     covariates other than ``X @ beta (+ alpha)`` is refused: averaged over a bin it is not
-    the mean of a Normal."""
+    the mean of a Normal; so is an sd that reads any."""
     container = require_as_is(values, name, OBSERVED)
     n_records = record_length(container.reshape((-1,)))
-    if record_covariates(mu, model, n_records):
-        found = (
-            "a Normal whose mean reads per-record covariates in another form than "
-            f"X @ beta (+ alpha): {describe_graph(mu)}"
+    found_cells = {}
+    for role, param in (("mean", mu), ("sd", sigma)):
+        if param.ndim == 0:
+            continue
+        if record_covariates(param, model, n_records):
+            found = (
+                f"a Normal whose {role} reads per-record covariates in another form than "
+                f"X @ beta (+ alpha) for the mean: {describe_graph(param)}"
+            )
+            raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+        try:
+            cells = cell_parameter(param, model, name, n_records)
+        except NonPrivateModelError as error:
+            found = (
+                f"a Normal whose {role} is neither a scalar, nor group-level values picked by "
+                f"group labels ({error}): {describe_graph(param)}"
+            )
+            raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS) from None
+        if not cells.labels:
+            found = (
+                f"a Normal whose {role} varies by record without group labels: "
+                f"{describe_graph(param)}"
+            )
+            raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+        found_cells[role] = cells
+    if len(found_cells) == 2 and found_cells["mean"].labels != found_cells["sd"].labels:
+        raise NonPrivateModelError(
+            f"{name}: its Normal mean and sd read different group labels (or the same in "
+            "another order); read both per the same labels, e.g. theta[g] and sigma[g]. "
+            "Nothing was released."
         )
-        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
-    try:
-        cells = cell_parameter(mu, model, name, n_records)
-    except NonPrivateModelError as error:
-        found = (
-            "a Normal whose mean is neither a scalar, nor X @ beta (+ alpha), nor group-level "
-            f"means picked by group labels ({error}): {describe_graph(mu)}"
-        )
-        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS) from None
-    if not cells.labels:
-        found = f"a Normal whose mean varies by record without group labels: {describe_graph(mu)}"
-        raise unsupported_likelihood(name, found, _ROUTE, LAPLACE_PATTERNS)
+    cells = found_cells.get("mean") or found_cells["sd"]
     if dask_records(container) is not None:
         raise NonPrivateModelError(
-            f"{name}: records in a Dask collection are not supported for a Normal mean read "
-            "per group; give the records in memory. Nothing was released."
+            f"{name}: records in a Dask collection are not supported for a Normal read per "
+            "group; give the records in memory. Nothing was released."
         )
     bounds = _bounds(data_bounds, name, name, "values")
     data = record_values(values, name, OBSERVED).reshape(-1)
-    parameters = {"mu": cells.graph, "sigma": sigma}
-    # the labels may not be the records themselves (a mean that reads its own values)
-    _refuse_parameters_reading_records(name, {"mean": mu}, [container])
-    _refuse_parameters_reading_records(name, {"sigma": sigma}, [container, *cells.labels])
+    parameters = {
+        role: found_cells[key].graph if key in found_cells else param
+        for role, key, param in (("mu", "mean", mu), ("sigma", "sd", sigma))
+    }
+    if "sd" in found_cells and not any(
+        v in model.free_RVs for v in ancestors([found_cells["sd"].graph])
+    ):  # a public constant per group: checked here, or the run would fail after its charge
+        value = np.asarray(found_cells["sd"].graph.eval(), dtype=np.float64)
+        if not np.all(np.isfinite(value) & (value > 0)):
+            raise NonPrivateModelError(
+                f"{name}: its Normal sigma per group is a constant with values that are not "
+                "finite and > 0. Nothing was released."
+            )
+    # the labels may not be the records themselves (a parameter that reads its own values)
+    _refuse_parameters_reading_records(name, {"mean": mu, "sigma": sigma}, [container])
+    for role, key, param in (("mean", "mean", mu), ("sigma", "sd", sigma)):
+        if key not in found_cells:  # a scalar may not read the labels either
+            _refuse_parameters_reading_records(name, {role: param}, list(cells.labels))
     structure = BoundedStructure(
         observed=name,
         family=BOUNDED_FAMILIES["normal"],

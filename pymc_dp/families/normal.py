@@ -152,8 +152,8 @@ cell's count is private and its relative error moves the cell's mean and sd with
 
 
 class NormalFamily(SecondMomentFamily):
-    """Normal(μ, σ) records x ∈ [a, b] (declared), σ a scalar graph, μ a scalar graph or a
-    graph of group-level means picked by private group labels (any priors).
+    """Normal(μ, σ) records x ∈ [a, b] (declared); μ and σ scalar graphs, or graphs of
+    group-level means and sds picked by private group labels (any priors).
 
     Statistics (n, Σw, Σw²) of w = (x − a)/(b − a) − ½ (see the module docstring); per cell
     of the labels when μ is read per group (``theta[g]``, ``mu + tau * z[g]``,
@@ -177,9 +177,9 @@ class NormalFamily(SecondMomentFamily):
     name = "normal"
     likelihood = "normal"
     pattern = (
-        "Normal(mu, sigma), sigma a scalar graph, mu a scalar graph or group-level means picked "
-        "by group labels (theta[group], mu + tau * z[group], a[g1] + b[g2]), with data_bounds "
-        "on the values"
+        "Normal(mu, sigma), each a scalar graph or group-level values picked by group labels "
+        "(theta[group], mu + tau * z[group], a[g1] + b[g2], sigma[group]), with data_bounds on "
+        "the values"
     )
     # the exact two-component likelihood has no latent variable; the posterior's own curved
     # ridge (the release pins m² + s²) still diverged 0–14 per 1,000 at PyMC's 0.8, none at
@@ -258,6 +258,15 @@ class NormalFamily(SecondMomentFamily):
         width = high - low
         return (parameters["mu"] - low) / width, parameters["sigma"] / width
 
+    def _per_cell(self, parameters, structure) -> tuple[Variable, Variable]:
+        """The unit-scale mean and sd of every cell, each (G,) (a scalar broadcast)."""
+        mean, sd = self.unit_coefficients(parameters, structure)
+        cells = (structure.n_groups,)
+        return (
+            pt.broadcast_to(pt.as_tensor(mean).reshape((-1,)), cells),
+            pt.broadcast_to(pt.as_tensor(sd).reshape((-1,)), cells),
+        )
+
     def unit_moments(self, parameters, structure, name):
         mean, sd = self.unit_coefficients(parameters, structure)
         return mean.reshape((1,)), (sd**2).reshape((1, 1))
@@ -265,8 +274,8 @@ class NormalFamily(SecondMomentFamily):
     def plugin_log_likelihood(self, parameters, table, structure) -> Variable:
         if not structure.grouped:
             return super().plugin_log_likelihood(parameters, table, structure)
-        mean, sd = self.unit_coefficients(parameters, structure)
-        theta = pt.as_tensor(mean).reshape((structure.n_groups,)) - CENTRE
+        mean, sd = self._per_cell(parameters, structure)
+        theta = mean - CENTRE
         n, first, second = table[:, 0], table[:, 1], table[:, 2]
         low, high = structure.bounds
         squares = second - 2.0 * theta * first + theta**2 * n
@@ -284,8 +293,8 @@ class NormalFamily(SecondMomentFamily):
         cells = structure.n_groups
         c0, c1, c2 = self.weights(structure, neighbouring)
         n = latent_record_count(structure.observed, released[:, 0] / c0, scale / c0, cells, noise)
-        mean, sd = self.unit_coefficients(parameters, structure)
-        m = pt.as_tensor(mean).reshape((cells,)) - CENTRE
+        mean, sd = self._per_cell(parameters, structure)
+        m = mean - CENTRE
         s2 = sd**2
         # the CLT law of (c₁Σw, c₂Σw²) in each cell: n·E and n·Cov of (w, w²), w ~ N(m, s²)
         mean_t = pt.stack([n * m * c1, n * (s2 + m**2) * c2], axis=-1)

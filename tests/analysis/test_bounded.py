@@ -173,7 +173,7 @@ def test_per_record_parameters_are_refused():
     with pm.Model() as per_record_sigma:
         mu = pm.Normal("mu")
         pm.Normal("y", mu, pm.HalfNormal("s", shape=N), observed=Y)
-    _refused(per_record_sigma, NonPrivateModelError, "one scalar", data_bounds={"y": (-2, 3)})
+    _refused(per_record_sigma, NonPrivateModelError, "varies by record", data_bounds={"y": (-2, 3)})
     with pm.Model() as per_record_rate:
         pm.Poisson("c", pm.HalfNormal("lam", shape=N), observed=COUNTS)
     _refused(per_record_rate, NonPrivateModelError, "varies by record", data_bounds={"c": (0, 9)})

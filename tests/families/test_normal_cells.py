@@ -206,17 +206,49 @@ def test_the_trace_of_the_private_model_starts_with_every_cell_count_at_least_on
     assert np.all(counts >= 1.0)
 
 
-def test_a_per_group_sigma_is_still_refused():
+def _per_group_sigma(y=Y, g=G, h=H, sigma_labels="g"):
     def build():
+        labels = {"g": pm.Data("g", g), "h": pm.Data("h", h)}
+        theta = pm.Normal("theta", 0.0, 3.0, shape=3)
+        sigma = pm.HalfNormal("sigma", 2.0, shape=3 if sigma_labels == "g" else 2)
+        pm.Normal("y", mu=theta[labels["g"]], sigma=sigma[labels[sigma_labels]], observed=y)
+
+    return build
+
+
+def test_a_per_group_sigma_is_read_per_cell_and_its_plugin_likelihood_is_exact():
+    _, link = _link(_per_group_sigma())
+    structure = link.structure
+    assert structure.grouped and structure.n_groups == 3
+    theta, sigma = np.array([0.3, 1.7, 2.2]), np.array([0.8, 1.3, 2.1])
+    loglik = structure.family.plugin_log_likelihood(
+        {"mu": pt.as_tensor(theta), "sigma": pt.as_tensor(sigma)},
+        pt.as_tensor(link.statistics()),
+        structure,
+    )
+    expected = stats.norm.logpdf(Y, theta[G], sigma[G]).sum()
+    assert float(loglik.eval()) == pytest.approx(expected, rel=1e-10)
+
+
+def test_a_mean_and_a_sigma_read_by_different_labels_are_refused():
+    with pm.Model() as model:
+        _per_group_sigma(sigma_labels="h")()
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match="mean and sd read different group labels"):
+        pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, ledger=ledger)
+    assert len(ledger) == 0
+
+
+def test_a_constant_sigma_per_group_that_is_not_positive_is_refused_before_the_release():
+    with pm.Model() as model:
         labels = pm.Data("g", G)
         theta = pm.Normal("theta", 0.0, 3.0, shape=3)
-        sigma = pm.HalfNormal("sigma", 2.0, shape=3)
+        sigma = pt.as_tensor(np.array([1.0, 0.0, 2.0]))  # public constants, one is 0
         pm.Normal("y", mu=theta[labels], sigma=sigma[labels], observed=Y)
-
-    with pm.Model() as model:
-        build()
-    with pytest.raises(NonPrivateModelError, match="sigma must be one scalar"):
-        pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model)
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match="not finite and > 0"):
+        pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, ledger=ledger)
+    assert len(ledger) == 0
 
 
 def test_a_mean_with_a_nonlinear_covariate_term_is_refused_as_unsupported():
@@ -267,6 +299,34 @@ def test_at_a_large_epsilon_the_group_means_posterior_is_the_non_private_one():
         assert np.all(np.abs(dp.std(0) / np_.std(0) - 1) < 0.15), name
     assert int(private["sample_stats"]["diverging"].sum()) == 0
     assert "y_n_records" in private["posterior"]
+
+
+@pytest.mark.integration
+def test_at_a_large_epsilon_a_per_group_sigma_posterior_is_the_non_private_one():
+    """As above with σ_g per group: every θ_g and σ_g within 5 Monte Carlo standard errors."""
+    rng = np.random.default_rng(8)
+    g = rng.integers(0, 3, 900)
+    y = np.clip(rng.normal(np.array([-1.0, 0.5, 2.0])[g], np.array([0.5, 1.0, 1.5])[g]), *BOUNDS)
+    build = _per_group_sigma(y=y, g=g, h=np.zeros(900, dtype=int))
+    options = dict(draws=1000, tune=1000, chains=2, cores=1, random_seed=2, progressbar=False)
+    with pm.Model():
+        build()
+        private = pymc_dp.sample(
+            epsilon=1e4,
+            data_bounds={"y": BOUNDS},
+            noise_backend="numpy",
+            noise_rng=np.random.default_rng(3),
+            **options,
+        )
+    with pm.Model():
+        build()
+        exact = pm.sample(**options)
+    for name in ("theta", "sigma"):
+        dp = private["posterior"][name].values.reshape(2000, -1)
+        np_ = exact["posterior"][name].values.reshape(2000, -1)
+        error = np.sqrt(dp.var(0) / 200 + np_.var(0) / 200)
+        assert np.all(np.abs(dp.mean(0) - np_.mean(0)) < 5 * error), name
+        assert np.all(np.abs(dp.std(0) / np_.std(0) - 1) < 0.15), name
 
 
 @pytest.mark.parametrize(
