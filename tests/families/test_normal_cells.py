@@ -315,6 +315,50 @@ def test_at_a_large_epsilon_a_per_group_sigma_posterior_is_the_non_private_one()
     _large_epsilon_against_pm_sample(_per_group_sigma(y=y, g=g, h=np.zeros(900, dtype=int)))
 
 
+@pytest.mark.parametrize(
+    "taken", ["y_n_records_offset", "y_n_records", "y_noise_variance", "y_cell_log_size"]
+)
+def test_a_model_variable_named_like_a_latent_variable_is_refused_before_the_release(taken):
+    """The private model adds ``y_n_records_offset`` and ``y_n_records`` after the release: a
+    model that already has such a name would fail after its charge (an adversarial review
+    found this for group means, grouped Poisson and add-remove-one)."""
+    with pm.Model() as model:
+        _group_means("index")()
+        pm.Normal(taken, 0.0, 1.0)
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=f"\\['{taken}'\\] named like the latent"):
+        pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, ledger=ledger)
+    assert len(ledger) == 0
+
+
+def test_labels_that_are_the_records_themselves_are_refused():
+    """``mu=theta[y]`` with ``observed=y``: a mean that reads its own values (the adversarial
+    review found it accepted and charged)."""
+    values = RNG.integers(0, 3, 60)  # whole numbers inside the bounds
+    with pm.Model() as model:
+        records = pm.Data("records", values)
+        theta = pm.Normal("theta", 0.0, 3.0, shape=3)
+        pm.Normal("y", mu=theta[records], sigma=1.0, observed=records)
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=r"y: .*mean.*reads") as raised:
+        pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, ledger=ledger)
+    assert len(ledger) == 0 and "Nothing was released" in str(raised.value)
+
+
+def test_a_refusal_of_a_per_record_mean_does_not_print_the_number_of_records():
+    """Under add-remove-one the number of records is private: the refusal names the shape of
+    the problem, not the parameter's length (the review found "(40 values)")."""
+    values = RNG.normal(0.0, 1.0, 37)
+    with pm.Model() as model:
+        theta = pm.Normal("theta", 0.0, 1.0, shape=37)  # one latent mean per record
+        pm.Normal("y", mu=theta, sigma=1.0, observed=values)
+    with pytest.raises(NonPrivateModelError, match="varies by record") as raised:
+        pymc_dp.sample(
+            epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, neighbouring="add-remove-one"
+        )
+    assert "37" not in str(raised.value)
+
+
 def test_building_the_noise_aware_group_means_model_warns_that_sigma_is_not_yet_calibrated():
     """docs/calibration.md: σ under-covered at n = 10⁴; every run says so (no value named)."""
     _, link = _link(_group_means("index"))
