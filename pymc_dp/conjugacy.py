@@ -1,19 +1,18 @@
-"""Moved to :mod:`pymc_dp.analysis.conjugate` and :mod:`pymc_dp.analysis.graph`.
+"""Moved to :mod:`pymc_dp.analysis.conjugate` and :mod:`pymc_dp.graph.reading`.
 
 Re-exported here for one release; import from the new modules.
 """
 
-from pymc_dp.analysis.conjugate import analyse_model, find_conjugate_link
-from pymc_dp.analysis.graph import (
+from pymc_dp.analysis.conjugate import analyse_model, find_conjugate_link, record_domain
+from pymc_dp.families.base import ConjugateLink
+from pymc_dp.graph.reading import (
     check_conjugate_dependents,
     is_data,
     observed_children,
-    record_domain,
     reject_imputation,
     split_parameter,
     variable_value,
 )
-from pymc_dp.families.base import ConjugateLink
 
 __all__ = [
     "ConjugateLink",

@@ -23,14 +23,14 @@ from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from pymc_dp.analysis.graph import (
+from pymc_dp.certificate import certify, still_certified
+from pymc_dp.errors import NonPrivateModelError
+from pymc_dp.graph.reading import (
     LIKELIHOODS,
     distribution_name,
     split_parameter,
     variable_value,
 )
-from pymc_dp.certificate import certify, still_certified
-from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.ledger import LEDGER_ATTR, LEDGER_GROUP
 from pymc_dp.models.naive_bayes_hmm import hmm_spec_of
 

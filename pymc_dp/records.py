@@ -51,15 +51,14 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import pymc as pm
-from pytensor.compile.sharedvalue import SharedVariable
 
 from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
 from pymc_dp.families.base import ConjugateLink, RecordSummary
 from pymc_dp.families.bounded import BoundedLink
+from pymc_dp.graph.reading import RECORDS_TAG, dask_records
 
 __all__ = ["DaskRecords", "Data", "dask_records", "records_of", "summarise"]
 
-_TAG = "pymc_dp_records"
 _FIELDS = ("data", "groups", "covariates")
 _ROLES = {"data": "observed values", "groups": "group labels", "covariates": "covariates"}
 
@@ -256,7 +255,7 @@ def Data(  # named after pm.Data, which it stands in for
     placeholder_dtype = np.int64 if categories is not None else _placeholder_dtype(dtypes)
     shape = (0,) if ndim == 1 else (0, handle.width)
     container = pm.Data(name, np.zeros(shape, dtype=placeholder_dtype), model=model)
-    setattr(container.tag, _TAG, handle)
+    setattr(container.tag, RECORDS_TAG, handle)
     return container
 
 
@@ -268,13 +267,6 @@ def _numeric(dtype) -> bool:
 def _placeholder_dtype(dtypes) -> np.dtype:
     kinds = {getattr(d, "kind", "f") for d in dtypes}
     return np.dtype(np.int64) if kinds <= set("biu") else np.dtype(np.float64)
-
-
-def dask_records(variable) -> DaskRecords | None:
-    """The :class:`DaskRecords` a container stands for, or None (an in-memory array)."""
-    if not isinstance(variable, SharedVariable):
-        return None
-    return getattr(variable.tag, _TAG, None)
 
 
 def records_of(model: pm.Model) -> dict[str, DaskRecords]:

@@ -25,8 +25,8 @@ from pymc.step_methods.compound import Competence
 from pymc.vartypes import discrete_types
 from pytensor.compile.mode import get_mode
 
-from pymc_dp.analysis.graph import rv_shape
 from pymc_dp.families.base import ConjugateLink, is_integer
+from pymc_dp.graph.reading import rv_shape
 from pymc_dp.routes.blackjax_nuts import check_blackjax_options
 
 __all__ = [

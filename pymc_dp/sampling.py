@@ -240,7 +240,7 @@ def sample(
         string ``"levels"`` (whole-number values low..high read exactly, the default for
         integer arrays; use it for 0/1 indicators), or a list of these, one per column. Within
         a bin the parameter is averaged over the bin (the covariate taken as uniform there):
-        see :mod:`pymc_dp.analysis.cells` for where that approximation holds.
+        see :mod:`pymc_dp.graph.cells` for where that approximation holds.
     disjoint : sequence of sequences of str, optional
         Groups of observed variables that hold different people by a public split (tempered
         mechanisms): each group composes in parallel instead of adding.

@@ -12,7 +12,7 @@ Poisson, Normal (unknown mean and sd) and linear-regression likelihoods with dec
 both kinds of link.
 
 The records, the group labels and per-record trials must be the arrays or ``pm.Data``
-containers themselves, used as is (:func:`pymc_dp.analysis.graph.require_as_is`, the rule the
+containers themselves, used as is (:func:`pymc_dp.graph.reading.require_as_is`, the rule the
 bounded recogniser applies too): the statistics are computed from the containers' values, so
 a cast (``p[pt.cast(g, "int8")]`` wraps label 200 to -56, which indexes from the end), a
 scaling or any other transformation would release the statistics of another model than the
@@ -37,37 +37,37 @@ from pytensor.graph.basic import Variable
 
 from pymc_dp.analysis.bounded import (
     bounded_data_bounds_keys,
+    bounded_family_of,
     find_bounded_link,
-    find_cell_link,
-    is_bounded_likelihood,
-    is_cell_likelihood,
 )
-from pymc_dp.analysis.graph import (
+from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
+from pymc_dp.distributions import TruncatedDirichletRV
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
+from pymc_dp.families import FAMILIES, LAPLACE_PATTERNS
+from pymc_dp.families.base import ConjugateLink, RecordDomain, require_integers
+from pymc_dp.families.bounded import BoundedLink
+from pymc_dp.graph.reading import (
     CONJUGATE_LIKELIHOODS,
     LIKELIHOODS,
     OBSERVED,
+    TRIALS_LIKELIHOODS,
     check_conjugate_dependents,
+    dask_records,
     describe_graph,
     deterministic_of,
     distribution_name,
     is_data,
     likelihoods,
-    record_domain,
     record_values,
     reject_imputation,
     require_as_is,
     rv_shape,
     split_parameter,
+    strip_expand_dims,
     unsupported_likelihood,
     variable_value,
     wrapped_parameter,
 )
-from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
-from pymc_dp.distributions import TruncatedDirichletRV
-from pymc_dp.errors import NonPrivateModelError, value_free_repr
-from pymc_dp.families import FAMILIES, LAPLACE_PATTERNS
-from pymc_dp.families.base import ConjugateLink
-from pymc_dp.families.bounded import BoundedLink
 from pymc_dp.records import summarise
 
 __all__ = [
@@ -77,11 +77,58 @@ __all__ = [
     "conjugate_structure",
     "find_conjugate_link",
     "find_dirichlet_posterior",
+    "record_domain",
 ]
 
 _PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
 _LIKELIHOODS = likelihoods(CONJUGATE_LIKELIHOODS)
 _ROUTE = "The Laplace statistics (mechanism='laplace')"
+
+
+def record_domain(likelihood, params, n_categories, max_trials, model, name) -> RecordDomain:
+    """Declared domain of one record: categories and, for Binomial/Multinomial, trials.
+
+    One number of trials (public, a design constant or a declared ``pm.Data``) is read as the
+    likelihood computes it. Per-record trials are records: they are read from their container,
+    used as is (:func:`~pymc_dp.graph.reading.require_as_is`; PyMC only inserts broadcast
+    dimensions in front of it).
+
+    Raises
+    ------
+    NonPrivateModelError
+        If the trials are random, per-record (private) without a declared ``max_trials``, or
+        per-record and computed in the graph (a cast, a scaling, ...).
+    InvalidPrivateDataError
+        If public scalar trials exceed the declared ``max_trials``.
+    """
+    if likelihood not in TRIALS_LIKELIHOODS:
+        return RecordDomain(n_categories=n_categories)
+    trials_var = params[0]
+    if not is_data(trials_var, model):
+        raise NonPrivateModelError(f"{name}: the number of trials must be data, not random")
+    if dask_records(strip_expand_dims(trials_var)) is not None:
+        raise NonPrivateModelError(
+            f"{name}: per-record trials in a Dask collection are not supported; give the "
+            "trials as one public number, or the records in memory. Nothing was released."
+        )
+    trials = variable_value(trials_var)
+    if trials.size > 1:  # per-record trials are records
+        trials = record_values(strip_expand_dims(trials_var), name, "per-record trials")
+    if trials.ndim == 0 or trials.size == 1:
+        trials = int(require_integers(trials.reshape(()), name, "trials"))
+        declared = trials if max_trials is None else int(max_trials)
+        if trials > declared:
+            raise InvalidPrivateDataError(
+                f"{name}: its number of trials exceeds the declared max_trials={declared}"
+            )
+        return RecordDomain(n_categories, max_trials=declared, trials=trials)
+    if max_trials is None:
+        raise NonPrivateModelError(
+            f"{name}: per-record trials are private data; declare their bound with "
+            f"max_trials={{'{name}': M}} (a bound read off the data would leak it)"
+        )
+    trials = require_integers(trials.reshape(-1), name, "per-record trials")
+    return RecordDomain(n_categories, max_trials=int(max_trials), trials=trials)
 
 
 def _truncation(prior_rv: Variable) -> tuple[float, float] | None:
@@ -154,7 +201,7 @@ def find_conjugate_link(
     NonPrivateModelError
         If the variable is not a supported likelihood with a Beta/Dirichlet parameter, or its
         records, group labels or per-record trials are computed in the graph rather than read
-        as is (:func:`~pymc_dp.analysis.graph.require_as_is`).
+        as is (:func:`~pymc_dp.graph.reading.require_as_is`).
     """
     name = observed_rv.name
     likelihood, params, prior_rv, index, prior = conjugate_structure(model, observed_rv)
@@ -227,7 +274,7 @@ def analyse_model(
         for every ``data_bounds`` key, or the keys to clamp.
     covariate_bins : dict, optional
         ``{covariates key: bins}`` for per-record covariates read per cell (logistic and
-        Poisson regression: :func:`pymc_dp.analysis.bounded.covariate_bins_of`).
+        Poisson regression: :func:`pymc_dp.families.recognition.covariate_bins_of`).
     progressbar : bool
         Show the progress of the pass over Dask-backed records.
 
@@ -266,10 +313,8 @@ def analyse_model(
     bins = _covariate_bins_declaration(covariate_bins)
     bounded = {
         rv.name: find_bounded_link(model, rv, data_bounds, clamp, bins)
-        if is_bounded_likelihood(rv)
-        else find_cell_link(model, rv, data_bounds, clamp, bins)
         for rv in model.observed_RVs
-        if is_bounded_likelihood(rv) or is_cell_likelihood(model, rv)
+        if bounded_family_of(model, rv) is not None
     }
     for rv in model.observed_RVs:
         if rv.name not in bounded:  # unsupported likelihoods are refused as such, first

@@ -60,7 +60,8 @@ from pytensor.tensor.random.type import RandomType
 from pytensor.tensor.shape import Shape, Shape_i
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-from pymc_dp.analysis.graph import (
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
+from pymc_dp.graph.reading import (
     TRIALS_LIKELIHOODS,
     distribution_name,
     is_data,
@@ -68,7 +69,6 @@ from pymc_dp.analysis.graph import (
     strip_expand_dims,
     variable_value,
 )
-from pymc_dp.errors import NonPrivateModelError, value_free_repr
 
 __all__ = [
     "ModelInputs",
@@ -394,7 +394,7 @@ def claimed_reads(model: pm.Model, rv: Variable) -> set[Variable]:
     labels indexing its parameter, and its per-record trials (Binomial/Multinomial).
 
     This only excuses the likelihood's own reads of them. Every recogniser reads each of them
-    from its container used as is (:func:`pymc_dp.analysis.graph.require_as_is`), and refuses
+    from its container used as is (:func:`pymc_dp.graph.reading.require_as_is`), and refuses
     a computed form (a cast, a scaling, ...) naming it, before anything is released. The
     trials are per-record when the number of trials the likelihood computes is an array (a
     single number is a calibration parameter: it must be public or a design constant).

@@ -46,14 +46,21 @@ from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
 
-from pymc_dp.analysis.graph import (
+from pymc_dp.analysis.conjugate import record_domain
+from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
+from pymc_dp.distributions import TruncatedDirichletRV
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
+from pymc_dp.families import FAMILIES, group_sums
+from pymc_dp.families.base import reject_out_of_range, require_integers
+from pymc_dp.families.gamma import poisson_tempered_statistics
+from pymc_dp.families.normal import normal_tempered_statistics
+from pymc_dp.graph.reading import (
     LIKELIHOODS,
     check_conjugate_dependents,
     describe_graph,
     deterministic_of,
     distribution_name,
     is_data,
-    record_domain,
     record_values,
     reject_imputation,
     require_as_is,
@@ -62,23 +69,6 @@ from pymc_dp.analysis.graph import (
     variable_value,
     wrapped_parameter,
 )
-from pymc_dp.analysis.inputs import ModelInputs, classify_inputs, refuse_private_reads
-from pymc_dp.distributions import TruncatedDirichletRV
-from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError, value_free_repr
-from pymc_dp.families import FAMILIES, group_sums
-from pymc_dp.families.base import (
-    private_trials_log_likelihood_bound,
-    reject_out_of_range,
-    require_integers,
-)
-from pymc_dp.families.beta import bernoulli_log_likelihood_bound, binomial_log_likelihood_bound
-from pymc_dp.families.bounded import declared_bounds
-from pymc_dp.families.dirichlet import (
-    categorical_log_likelihood_bound,
-    multinomial_log_likelihood_bound,
-)
-from pymc_dp.families.gamma import poisson_log_likelihood_bound, poisson_record_statistics
-from pymc_dp.families.normal import normal_log_likelihood_bound, normal_record_statistics
 from pymc_dp.ledger import compose
 
 __all__ = [
@@ -587,7 +577,8 @@ def _probability_statistics(
     likelihood, name, data, params, model, truncation, grouped, bounds, trials_bound, shape
 ):
     """Counts and Δ (the log-likelihood bound) of a Bernoulli, Binomial, Categorical or
-    Multinomial likelihood."""
+    Multinomial likelihood (the family's own
+    :meth:`~pymc_dp.families.base.ConjugateFamily.log_likelihood_bound`)."""
     if bounds is not None:
         raise ValueError(f"{name}: data_bounds is for Poisson and Normal likelihoods")
     if trials_bound is not None and likelihood in ("bernoulli", "categorical"):
@@ -598,69 +589,20 @@ def _probability_statistics(
     domain = record_domain(likelihood, params, n_categories, trials_bound, model, name)
     records = data if likelihood == "multinomial" else data.reshape(-1)
     family.validate(records, domain, name)
-    lower, upper = truncation
-    smallest = lower if prior == "dirichlet" else min(lower, 1 - upper)
-    if not domain.trials_public:
-        bound = private_trials_log_likelihood_bound(domain.max_trials, smallest)
-    elif likelihood == "bernoulli" or (likelihood == "binomial" and domain.trials == 1):
-        bound = bernoulli_log_likelihood_bound(smallest)
-    elif likelihood == "binomial":
-        bound = binomial_log_likelihood_bound(int(domain.trials), smallest)
-    elif likelihood == "categorical":
-        bound = categorical_log_likelihood_bound(lower, n_categories)
-    else:
-        bound = multinomial_log_likelihood_bound(int(domain.trials), lower, n_categories)
+    bound = family.log_likelihood_bound(domain, *truncation)
     return family.record_statistics(records, domain), bound
-
-
-def _declared_bounds(name: str, bounds, what: str) -> tuple[float, float]:
-    if bounds is None:
-        raise NonPrivateModelError(
-            f"{name}: Δ is infinite for unbounded {what}; declare data_bounds={{'{name}': "
-            "(low, high)}, chosen without looking at the data"
-        )
-    low, high = (float(b) for b in bounds)
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f"{name}: data_bounds must be finite with low < high, got {bounds!r}")
-    return declared_bounds((low, high), name, what)
 
 
 def _poisson_statistics(name, data, params, model, truncation, grouped, bounds, trials, shape):
     if trials is not None:
         raise ValueError(f"{name}: max_trials is for Binomial and Multinomial likelihoods")
-    low, high = _declared_bounds(name, bounds, "counts")
-    if low < 0 or low != int(low) or high != int(high):
-        raise ValueError(f"{name}: Poisson data_bounds must be whole counts >= 0, got {bounds!r}")
-    counts = require_integers(data.reshape(-1), name, "counts")
-    reject_out_of_range(counts, int(low), int(high), name, "counts")
-    bound = poisson_log_likelihood_bound(
-        int(high), *truncation, min_count=int(low), grouped=grouped
-    )
-    return poisson_record_statistics(counts), bound
+    return poisson_tempered_statistics(name, data, truncation, grouped, bounds)
 
 
 def _normal_statistics(name, data, params, model, truncation, grouped, bounds, trials, shape):
     if trials is not None:
         raise ValueError(f"{name}: max_trials is for Binomial and Multinomial likelihoods")
-    low, high = _declared_bounds(name, bounds, "values")
-    sigma_var = params[1]
-    if not is_data(sigma_var, model):
-        raise NonPrivateModelError(f"{name}: the Normal σ must be a constant (it sets Δ)")
-    sigmas = np.unique(variable_value(sigma_var))
-    if sigmas.size != 1 or not sigmas[0] > 0:
-        raise NonPrivateModelError(f"{name}: the Normal σ must be one constant > 0")
-    sigma = float(sigmas[0])
-    values = np.asarray(data, dtype=np.float64).reshape(-1)
-    if np.isnan(values).any():
-        raise InvalidPrivateDataError(f"{name}: values contain NaN. Nothing was released.")
-    bad = (values < low) | (values > high) | ~np.isfinite(values)
-    if bad.any():
-        raise InvalidPrivateDataError(
-            f"{name}: {int(bad.sum())} values outside the declared domain [{low}, {high}]. "
-            "Nothing was released."
-        )
-    bound = normal_log_likelihood_bound(low, high, *truncation, sigma, grouped=grouped)
-    return normal_record_statistics(values, sigma), bound
+    return normal_tempered_statistics(name, data, params[1], model, truncation, grouped, bounds)
 
 
 _STATISTICS = {

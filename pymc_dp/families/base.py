@@ -121,6 +121,24 @@ class ConjugateFamily(ABC):
         """One draw from the conjugate posterior given the (G, d) table (eq. 11)."""
         return self.sample_posterior(rng, self.posterior_parameters(prior_params, table))
 
+    def log_likelihood_bound(self, domain: RecordDomain, lower: float, upper: float) -> float:
+        """Δ (nats) of one record of ``domain`` with the prior truncated to [lower, upper]
+        (for a Dirichlet: every component ≥ ``lower``): the bound the posterior-sampling
+        mechanisms calibrate their temperature by (:mod:`pymc_dp.families.bounds`).
+        Per-record (private) trials take
+        :func:`~pymc_dp.families.base.private_trials_log_likelihood_bound`."""
+        smallest = lower if self.prior == "dirichlet" else min(lower, 1 - upper)
+        if not domain.trials_public:
+            return private_trials_log_likelihood_bound(domain.max_trials, smallest)
+        return self.public_trials_log_likelihood_bound(domain, lower, smallest)
+
+    @abstractmethod
+    def public_trials_log_likelihood_bound(
+        self, domain: RecordDomain, lower: float, smallest: float
+    ) -> float:
+        """Δ of one record with public trials; ``smallest`` is the least probability the
+        truncation allows (min(a₀, 1 − b₀) for a Beta, a₀ for a Dirichlet)."""
+
     @staticmethod
     def record_l1_bound(domain: RecordDomain) -> float:
         """sup_x ||S(x)||_1: one record's largest contribution (= max trials)."""

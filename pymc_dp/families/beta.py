@@ -82,6 +82,11 @@ class BetaBernoulli(_BetaFamily):
         y = np.asarray(data, dtype=np.float64).ravel()
         return np.column_stack([y, 1.0 - y])
 
+    def public_trials_log_likelihood_bound(
+        self, domain: RecordDomain, lower: float, smallest: float
+    ) -> float:
+        return bernoulli_log_likelihood_bound(smallest)
+
 
 class BetaBinomial(_BetaFamily):
     """Beta prior, Binomial likelihood with at most ``max_trials`` trials per record.
@@ -103,6 +108,13 @@ class BetaBinomial(_BetaFamily):
         y = np.asarray(data, dtype=np.float64).ravel()
         trials = np.broadcast_to(np.asarray(domain.trials, dtype=np.float64), y.shape)
         return np.column_stack([y, trials - y])
+
+    def public_trials_log_likelihood_bound(
+        self, domain: RecordDomain, lower: float, smallest: float
+    ) -> float:
+        if domain.trials == 1:
+            return bernoulli_log_likelihood_bound(smallest)
+        return binomial_log_likelihood_bound(int(domain.trials), smallest)
 
 
 # --- log-likelihood bounds Δ ----------------------------------------------------------------

@@ -6,8 +6,12 @@ Normal values and regression covariates need a declared range ``data_bounds`` (c
 looking at the data). This module holds what those families share:
 
 * :class:`BoundedStructure` — the public structure of one observed likelihood (its declared
-  bounds, the parameter graphs its likelihood reads, its groups), found by
-  :mod:`pymc_dp.analysis.bounded`;
+  bounds, the parameter graphs its likelihood reads, its groups), found by the family's own
+  :meth:`BoundedFamily.recognise` (the recogniser, :mod:`pymc_dp.analysis.bounded`, loops
+  over :data:`pymc_dp.families.BOUNDED_FAMILIES`);
+* :class:`Declarations` and :class:`BoundedFound` — what a family's recognition reads
+  besides the model (the run's ``data_bounds``, ``clamp_to_bounds``, ``covariate_bins``) and
+  what it returns;
 * :class:`BoundedLink` — the structure with the private records;
 * :class:`BoundedFamily` — the interface each family implements: per-group statistics on the
   unit scale, which components are released and their L1 sensitivity, the projection of a
@@ -31,6 +35,7 @@ the Normal family).
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,9 +59,11 @@ __all__ = [
     "LATENT_STEMS",
     "MAX_COVARIATE_BINS",
     "BoundedFamily",
+    "BoundedFound",
     "BoundedLink",
     "BoundedStructure",
     "CovariateBins",
+    "Declarations",
     "cell_index",
     "check_bounded_values",
     "check_group_labels",
@@ -67,6 +74,7 @@ __all__ = [
     "record_cells",
     "record_count_initial_offset",
     "refuse_latent_name_clash",
+    "tempered_record_bounds",
     "to_unit_interval",
 ]
 
@@ -305,6 +313,48 @@ class BoundedLink:
         self.family.records(self)
 
 
+@value_free_repr
+@dataclass(frozen=True)
+class Declarations:
+    """What the user declared about the records, as a family's recognition reads it.
+
+    Attributes
+    ----------
+    data_bounds : dict
+        Every declared bound of the run (``{key: (low, high)}``).
+    clamp : frozenset of str
+        ``data_bounds`` keys whose records are clamped into their bounds (opt-in).
+    covariate_bins : dict
+        ``{covariates key: bins}`` for per-record covariates read per cell
+        (:func:`pymc_dp.families.recognition.covariate_bins_of`).
+    """
+
+    data_bounds: Mapping[str, object] = field(default_factory=dict)
+    clamp: frozenset[str] = frozenset()
+    covariate_bins: Mapping[str, object] = field(default_factory=dict)
+
+
+@value_free_repr
+@dataclass(frozen=True, eq=False)
+class BoundedFound:
+    """A recognised bounded likelihood: its link and the graph inputs it claims.
+
+    Attributes
+    ----------
+    link : BoundedLink
+        Structure and (not yet validated) private records.
+    claims : tuple of Variable
+        Graph inputs beyond its records that only this likelihood may read (group labels,
+        covariates: :func:`pymc_dp.analysis.inputs.refuse_private_reads`).
+    keys : tuple of str
+        The ``data_bounds`` keys it reads (observed name, covariates keys).
+    """
+
+    link: BoundedLink
+    claims: tuple[Variable, ...]
+    keys: tuple[str, ...]
+
+
 class BoundedFamily(ABC):
     """A likelihood whose released statistics are bounded by declared record bounds.
 
@@ -320,6 +370,9 @@ class BoundedFamily(ABC):
     pattern: str
     """The model the recogniser takes for this family, as refusals list it
     (:data:`pymc_dp.families.LAPLACE_PATTERNS`)."""
+    source: str
+    """Paper, section and equation of the family's release, as the ledger records it
+    (the ``source`` of every ledger event)."""
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {}
     """NUTS options (``target_accept``, ``init``) the noise-aware model samples well with;
     the Laplace route uses them unless the caller chose its own."""
@@ -330,6 +383,29 @@ class BoundedFamily(ABC):
     before the release: a family whose log density has a shape read from the release (the
     Poisson's window of counts, the cells' latent counts) cannot be compiled by JAX, and the
     run would fail after its release."""
+
+    @abstractmethod
+    def claims(self, model: pm.Model, rv: Variable) -> bool:
+        """True when ``rv`` (an observed variable of ``model``) is this family's to recognise
+        or to refuse with its own reason. Reads the graph only (no array value); at most one
+        registered family claims a variable."""
+
+    @abstractmethod
+    def recognise(self, model: pm.Model, rv: Variable, declarations: Declarations) -> BoundedFound:
+        """The link of a claimed likelihood, or a refusal before any release.
+
+        Finds the parameter graphs the likelihood reads, the records (read as is:
+        :func:`pymc_dp.graph.reading.require_as_is`), labels and covariates, and the
+        declared bounds they need.
+
+        Raises
+        ------
+        NonPrivateModelError
+            For a shape this family does not take, a parameter that reads the records, or a
+            missing bound (naming the variable and the bound to declare).
+        ValueError
+            For an invalid bound.
+        """
 
     def initial_values(self, release) -> dict[str, np.ndarray]:
         """Starting values of the noise-aware model's latent variables where its default
@@ -461,6 +537,28 @@ def declared_bounds(bounds, name: str, what: str, width: int | None = None):
             "its bounds in other units). Nothing was released."
         )
     return (float(low), float(high)) if width is None else (low, high)
+
+
+def tempered_record_bounds(name: str, bounds, what: str) -> tuple[float, float]:
+    """The declared (low, high) of one likelihood's records on the posterior-sampling
+    routes, where they set the log-likelihood bound Δ.
+
+    Raises
+    ------
+    NonPrivateModelError
+        If nothing is declared (Δ would be infinite).
+    ValueError
+        For bounds :func:`declared_bounds` refuses.
+    """
+    if bounds is None:
+        raise NonPrivateModelError(
+            f"{name}: Δ is infinite for unbounded {what}; declare data_bounds={{'{name}': "
+            "(low, high)}, chosen without looking at the data"
+        )
+    low, high = (float(b) for b in bounds)
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise ValueError(f"{name}: data_bounds must be finite with low < high, got {bounds!r}")
+    return declared_bounds((low, high), name, what)
 
 
 LARGEST_BOUND = 1e150

@@ -3,7 +3,7 @@
 A Bernoulli, Binomial (one public number of trials m) or Categorical likelihood whose
 probability reads the records only through private group labels — ``logit_p=theta[g]``,
 ``logit_p=mu + tau * z[g]``, ``logit_p=a[g1] + b[g2]``, ``p=softmax(eta[g])``
-(:mod:`pymc_dp.analysis.cells`) — depends on the data only through the table of counts per
+(:mod:`pymc_dp.graph.cells`) — depends on the data only through the table of counts per
 cell and category: n_{c,k}, the number of trials in cell c with outcome k (Bernoulli and
 Binomial: k = 0 failures, k = 1 successes). That table is released once with Laplace (or
 Gaussian) noise; PyMC then samples every parameter above it with NUTS (hierarchies,
@@ -52,11 +52,42 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
+from pymc_dp.distributions import TruncatedDirichletRV
+from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families.base import group_sums, reject_out_of_range, require_integers
-from pymc_dp.families.bounded import BoundedFamily, BoundedLink, BoundedStructure, record_cells
+from pymc_dp.families.bounded import (
+    BoundedFamily,
+    BoundedFound,
+    BoundedLink,
+    BoundedStructure,
+    Declarations,
+    record_cells,
+)
 from pymc_dp.families.poisson import poisson_gaussian_log_marginal, poisson_laplace_log_marginal
+from pymc_dp.families.recognition import cell_covariates, cell_labels, covariate_bins_of
+from pymc_dp.graph.cells import cell_parameter
+from pymc_dp.graph.reading import (
+    OBSERVED,
+    dask_records,
+    deterministic_of,
+    distribution_name,
+    is_data,
+    likelihoods,
+    record_values,
+    require_as_is,
+    split_parameter,
+    strip_expand_dims,
+    variable_value,
+)
 
-__all__ = ["CellCountsFamily"]
+__all__ = ["CELL_LIKELIHOODS", "MAX_CELL_TRIALS", "CellCountsFamily"]
+
+MAX_CELL_TRIALS = 10_000
+"""Most trials per record of a Binomial read per cell (public; checked before any release)."""
+CELL_LIKELIHOODS = ("bernoulli", "binomial", "categorical")
+"""Likelihoods this family takes when their probability is not a conjugate prior."""
+_CELL_TABLE = likelihoods(CELL_LIKELIHOODS)
+_CONJUGATE_PRIORS = {"beta": pm.Beta, "dirichlet": pm.Dirichlet}
 
 
 class CellCountsFamily(BoundedFamily):
@@ -69,6 +100,104 @@ class CellCountsFamily(BoundedFamily):
         "picked by group labels and of covariates with data_bounds (read in bins), e.g. "
         "invlogit(mu + tau * z[group]), a[g1] + b[g2] or alpha + z[group] + X @ beta)"
     )
+    source = (
+        "Laplace mechanism (Dwork et al. 2006) on the table of counts per cell of the group "
+        "labels and outcome; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. "
+        "(16)-(17)"
+    )
+    """Paper, section and equation of this family's release, as the ledger records it."""
+
+    # --- recognition ----------------------------------------------------------------------
+
+    def claims(self, model: pm.Model, rv: Variable) -> bool:
+        """An observed Bernoulli, Binomial or Categorical whose probability is not a
+        Beta/Dirichlet free variable (or one indexed by group labels): those go to the
+        conjugate families; the rest are read per cell here, or refused with the reason."""
+        if distribution_name(rv, _CELL_TABLE) is None:
+            return False
+        prob = rv.owner.op.dist_params(rv.owner)[-1]
+        try:
+            prior, _ = split_parameter(prob, model, rv.name)
+        except NonPrivateModelError:
+            return True
+        if prior in model.free_RVs and distribution_name(prior, _CONJUGATE_PRIORS) is not None:
+            return False
+        if prior.owner is not None and isinstance(prior.owner.op, TruncatedDirichletRV):
+            return False  # refused by the conjugate recogniser, with its reason
+        return deterministic_of(prior, model) is None or not _wraps_conjugate(prior, model)
+
+    def recognise(self, model: pm.Model, rv: Variable, declarations: Declarations) -> BoundedFound:
+        """The table of counts per cell and outcome, or a refusal.
+
+        The declarations' ``data_bounds``, ``clamp`` and ``covariate_bins`` declare the
+        per-record covariates the probability reads
+        (:func:`~pymc_dp.families.recognition.covariate_bins_of`): logistic regression, alone
+        or with varying intercepts and slopes by private groups.
+
+        Raises
+        ------
+        NonPrivateModelError
+            For per-record or random trials, records in a Dask collection, records or labels
+            computed in the graph, a covariate without declared bounds, or a probability
+            that is not a cell parameter (:func:`~pymc_dp.graph.cells.cell_parameter`).
+        """
+        name = rv.name
+        likelihood = distribution_name(rv, _CELL_TABLE)
+        params = rv.owner.op.dist_params(rv.owner)
+        values = model.rvs_to_values[rv]
+        container = require_as_is(values, name, OBSERVED)
+        if dask_records(container) is not None:
+            raise NonPrivateModelError(
+                f"{name}: records in a Dask collection are not supported for a probability read "
+                "per cell; give the records in memory. Nothing was released."
+            )
+        data = record_values(values, name, OBSERVED).reshape(-1)
+        trials = 1
+        if likelihood == "binomial":
+            trials_var = params[0]
+            value = variable_value(trials_var) if is_data(trials_var, model) else None
+            if value is None or np.size(value) != 1:
+                raise NonPrivateModelError(
+                    f"{name}: a Binomial whose probability is read per cell needs one public "
+                    "number of trials (a constant), not per-record or random trials. Nothing was "
+                    "released."
+                )
+            trials = int(require_integers(np.asarray(value).reshape(()), name, "trials"))
+            if not 1 <= trials <= MAX_CELL_TRIALS:
+                raise NonPrivateModelError(
+                    f"{name}: a Binomial read per cell needs between 1 and {MAX_CELL_TRIALS:,} "
+                    f"trials per record (it has {trials}): the noise grows with the trials, and "
+                    "the noise-aware likelihood sums over that many counts per entry. Nothing was "
+                    "released."
+                )
+        prob = strip_expand_dims(params[-1])
+        if likelihood == "categorical":
+            n_categories = prob.type.shape[-1]
+            n_categories = int(n_categories if n_categories is not None else prob.shape[-1].eval())
+        else:
+            n_categories = 2
+        bins = covariate_bins_of(
+            model, name, prob, data.size, declarations.data_bounds, declarations.covariate_bins
+        )
+        event_ndim = 1 if likelihood == "categorical" else 0
+        cells = cell_parameter(prob, model, name, data.size, event_ndim=event_ndim, bins=bins)
+        keys = tuple(b.key for b in cells.covariate_bins)
+        structure = BoundedStructure(
+            observed=name,
+            family=self,
+            bounds=(0.0, float(trials)),
+            parameters={"probability": cells.graph},
+            n_groups=cells.n_cells,
+            grouped=cells.n_cells > 1,
+            likelihood=likelihood,
+            n_categories=n_categories,
+            label_sizes=cells.sizes,
+            covariate_bins=cells.covariate_bins,
+            clamp=frozenset(k for k in declarations.clamp if k in keys),
+        )
+        groups, covariates = cell_labels(cells, name), cell_covariates(cells, name)
+        link = BoundedLink(structure, data, groups=groups, covariates=covariates)
+        return BoundedFound(link, (*cells.labels, *cells.covariates), keys)
 
     # --- records (private) --------------------------------------------------------------
 
@@ -162,3 +291,10 @@ class CellCountsFamily(BoundedFamily):
             f"{structure.likelihood} counts per cell and outcome ({structure.n_groups} cells = "
             f"{cells} label values, {structure.n_categories} outcomes; cell sizes private)"
         )
+
+
+def _wraps_conjugate(variable: Variable, model: pm.Model) -> bool:
+    """A Deterministic that only renames a Beta/Dirichlet free variable (the conjugate
+    recogniser asks to remove it)."""
+    inner = variable.owner.inputs[0] if variable.owner is not None else None
+    return inner in model.free_RVs and distribution_name(inner, _CONJUGATE_PRIORS) is not None

@@ -83,6 +83,11 @@ class DirichletCategorical(_DirichletFamily):
         one_hot[np.arange(y.size), y] = 1.0
         return one_hot
 
+    def public_trials_log_likelihood_bound(
+        self, domain: RecordDomain, lower: float, smallest: float
+    ) -> float:
+        return categorical_log_likelihood_bound(lower, domain.n_categories)
+
 
 class DirichletMultinomial(_DirichletFamily):
     """Dirichlet prior, Multinomial likelihood with at most ``max_trials`` trials per record.
@@ -114,6 +119,11 @@ class DirichletMultinomial(_DirichletFamily):
 
     def record_statistics(self, data: np.ndarray, domain: RecordDomain) -> np.ndarray:
         return np.asarray(data, dtype=np.float64).reshape(-1, domain.n_categories)
+
+    def public_trials_log_likelihood_bound(
+        self, domain: RecordDomain, lower: float, smallest: float
+    ) -> float:
+        return multinomial_log_likelihood_bound(int(domain.trials), lower, domain.n_categories)
 
 
 # --- log-likelihood bounds Δ ----------------------------------------------------------------

@@ -19,6 +19,8 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from pymc_dp.families.base import reject_out_of_range, require_integers
+from pymc_dp.families.bounded import tempered_record_bounds
 from pymc_dp.truncated import truncated_gamma
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "gamma_tempered_parameters",
     "poisson_log_likelihood_bound",
     "poisson_record_statistics",
+    "poisson_tempered_statistics",
 ]
 
 
@@ -33,6 +36,33 @@ def poisson_record_statistics(counts: np.ndarray) -> np.ndarray:
     """Per-record statistics (y, 1) of validated whole counts, shape (n, 2), float64. Private."""
     counts = np.asarray(counts).reshape(-1)
     return np.column_stack([counts, np.ones(counts.size)]).astype(np.float64)
+
+
+def poisson_tempered_statistics(
+    name: str, data: np.ndarray, truncation: tuple[float, float], grouped: bool, bounds
+) -> tuple[np.ndarray, float]:
+    """The per-record statistics (y, 1) and Δ of a Poisson likelihood on the
+    posterior-sampling routes: counts validated against ``data_bounds`` (whole counts
+    low..high, low ≥ 0), the rate truncated to ``truncation``. **Private** (the statistics).
+
+    Raises
+    ------
+    NonPrivateModelError
+        Without declared bounds.
+    ValueError
+        For bounds that are not whole counts ≥ 0.
+    InvalidPrivateDataError
+        For counts that are not whole numbers or outside the bounds (counted, never shown).
+    """
+    low, high = tempered_record_bounds(name, bounds, "counts")
+    if low < 0 or low != int(low) or high != int(high):
+        raise ValueError(f"{name}: Poisson data_bounds must be whole counts >= 0, got {bounds!r}")
+    counts = require_integers(data.reshape(-1), name, "counts")
+    reject_out_of_range(counts, int(low), int(high), name, "counts")
+    bound = poisson_log_likelihood_bound(
+        int(high), *truncation, min_count=int(low), grouped=grouped
+    )
+    return poisson_record_statistics(counts), bound
 
 
 def poisson_log_likelihood_bound(

@@ -30,19 +30,33 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
+import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
+from pytensor.graph.traversal import ancestors
 
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
 from pymc_dp.families.base import group_sums
 from pymc_dp.families.bounded import (
+    BoundedFound,
     BoundedLink,
     BoundedStructure,
+    Declarations,
     check_bounded_values,
     check_group_labels,
     latent_record_count,
     positive_counts,
+    tempered_record_bounds,
     to_unit_interval,
 )
+from pymc_dp.families.recognition import (
+    cell_labels,
+    refuse_parameters_reading_records,
+    refuse_unusable_constant_sigma,
+    required_bounds,
+    unsupported,
+)
+from pymc_dp.families.regression import linear_predictor
 from pymc_dp.families.second_moments import (
     CENTRE,
     ROUND_UP,
@@ -53,6 +67,21 @@ from pymc_dp.families.second_moments import (
     second_moment_weights,
     two_component_laplace_log_likelihood,
 )
+from pymc_dp.graph.cells import cell_parameter, record_covariates, record_length
+from pymc_dp.graph.reading import (
+    OBSERVED,
+    dask_records,
+    describe_graph,
+    deterministic_of,
+    distribution_name,
+    is_data,
+    likelihoods,
+    record_values,
+    require_as_is,
+    strip_expand_dims,
+    variable_value,
+    wrapped_parameter,
+)
 from pymc_dp.truncated import truncated_normal
 
 __all__ = [
@@ -62,7 +91,48 @@ __all__ = [
     "normal_record_statistics",
     "normal_tempered_draw",
     "normal_tempered_parameters",
+    "normal_tempered_statistics",
 ]
+
+
+def normal_tempered_statistics(
+    name: str,
+    data: np.ndarray,
+    sigma: Variable,
+    model: pm.Model,
+    truncation: tuple[float, float],
+    grouped: bool,
+    bounds,
+) -> tuple[np.ndarray, float]:
+    """The per-record statistics (x/σ², 1/σ²) and Δ of a Normal likelihood with known σ on
+    the posterior-sampling routes: σ one constant > 0 (it sets Δ), values validated against
+    ``data_bounds``, the mean truncated to ``truncation``. **Private** (the statistics).
+
+    Raises
+    ------
+    NonPrivateModelError
+        Without declared bounds, or for a σ that is not one constant > 0.
+    InvalidPrivateDataError
+        For NaN or values outside the bounds (counted, never shown).
+    """
+    low, high = tempered_record_bounds(name, bounds, "values")
+    if not is_data(sigma, model):
+        raise NonPrivateModelError(f"{name}: the Normal σ must be a constant (it sets Δ)")
+    sigmas = np.unique(variable_value(sigma))
+    if sigmas.size != 1 or not sigmas[0] > 0:
+        raise NonPrivateModelError(f"{name}: the Normal σ must be one constant > 0")
+    known = float(sigmas[0])
+    values = np.asarray(data, dtype=np.float64).reshape(-1)
+    if np.isnan(values).any():
+        raise InvalidPrivateDataError(f"{name}: values contain NaN. Nothing was released.")
+    bad = (values < low) | (values > high) | ~np.isfinite(values)
+    if bad.any():
+        raise InvalidPrivateDataError(
+            f"{name}: {int(bad.sum())} values outside the declared domain [{low}, {high}]. "
+            "Nothing was released."
+        )
+    bound = normal_log_likelihood_bound(low, high, *truncation, known, grouped=grouped)
+    return normal_record_statistics(values, known), bound
 
 
 def normal_record_statistics(values: np.ndarray, sigma: float) -> np.ndarray:
@@ -158,7 +228,7 @@ class NormalFamily(SecondMomentFamily):
 
     Statistics (n, Σw, Σw²) of w = (x − a)/(b − a) − ½ (see the module docstring); per cell
     of the labels when μ is read per group (``theta[g]``, ``mu + tau * z[g]``,
-    ``a[g1] + b[g2]``: :func:`pymc_dp.analysis.cells.cell_parameter`).
+    ``a[g1] + b[g2]``: :func:`pymc_dp.graph.cells.cell_parameter`).
 
     **Per cell.** Labels are private, so every cell's count n_c is released with its sums,
     with ε split by ``CELL_SHARES`` (n 20%, Σw 30%, Σw² 50%), weights
@@ -182,10 +252,145 @@ class NormalFamily(SecondMomentFamily):
         "(theta[group], mu + tau * z[group], a[g1] + b[g2], sigma[group]), with data_bounds on "
         "the values"
     )
+    source = (
+        "Bernstein & Sheldon 2018 (NeurIPS), §3: Laplace mechanism on the sufficient "
+        "statistics (n, Σu, Σu²) of values rescaled by their declared bounds and centred on "
+        "the midpoint, each weighted by its share of ε over its range; one group: exact "
+        "replace-one sensitivity of the weighted vector "
+        "(pymc_dp.families.second_moments.replace_one_maximiser); group means: (n_c, Σu_c, "
+        "Σu²_c) per cell of the labels, grouped-table sensitivity (a record leaves one row "
+        "and enters another) as Foulds et al. 2016, §3.2, eq. (16)-(17)"
+    )
+    """Paper, section and equation of this family's release, as the ledger records it."""
     # the exact two-component likelihood has no latent variable; the posterior's own curved
     # ridge (the release pins m² + s²) still diverged 0–14 per 1,000 at PyMC's 0.8, none at
     # 0.9 on the calibration study's designs (docs/calibration.md)
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {"target_accept": 0.9}
+
+    # --- recognition -----------------------------------------------------------------------
+
+    def claims(self, model: pm.Model, rv: Variable) -> bool:
+        """Every observed Normal but a linear regression's
+        (:class:`~pymc_dp.families.regression.LinearRegressionFamily`)."""
+        if distribution_name(rv, _LIKELIHOOD) is None:
+            return False
+        mu = strip_expand_dims(rv.owner.op.dist_params(rv.owner)[0])
+        return mu.ndim == 0 or linear_predictor(mu) is None
+
+    def recognise(self, model: pm.Model, rv: Variable, declarations: Declarations) -> BoundedFound:
+        """``mu`` and ``sigma`` scalar graphs (free variables with any priors, or
+        constants): the (n, Σw, Σw²) of all records. Or group means: ``mu`` any graph of
+        group-level means picked by private group labels, ``sigma`` one scalar or read by the
+        same labels (``_recognise_cells``). Needs ``data_bounds={"y": (a, b)}``."""
+        name = rv.name
+        mu, sigma = (strip_expand_dims(p) for p in rv.owner.op.dist_params(rv.owner))
+        values = model.rvs_to_values[rv]
+        if sigma.ndim != 0:
+            deterministic = deterministic_of(sigma, model)
+            if deterministic is not None:
+                raise wrapped_parameter(name, "sd", deterministic)
+            return self._recognise_cells(model, name, mu, sigma, values, declarations)
+        refuse_unusable_constant_sigma(name, sigma, model)
+        if mu.ndim != 0:
+            deterministic = deterministic_of(mu, model)
+            if deterministic is not None:
+                raise wrapped_parameter(name, "mean", deterministic)
+            return self._recognise_cells(model, name, mu, sigma, values, declarations)
+        container = require_as_is(values, name, OBSERVED)
+        bounds = required_bounds(declarations.data_bounds, name, name, "values")
+        data = record_values(values, name, OBSERVED).reshape(-1)
+        parameters = {"mu": mu, "sigma": sigma}
+        refuse_parameters_reading_records(name, parameters, [container])
+        structure = BoundedStructure(
+            observed=name,
+            family=self,
+            bounds=bounds,
+            parameters=parameters,
+            clamp=frozenset(k for k in declarations.clamp if k == name),
+        )
+        return BoundedFound(BoundedLink(structure, data), (), (name,))
+
+    def _recognise_cells(self, model, name, mu, sigma, values, declarations) -> BoundedFound:
+        """A Normal whose mean, sd or both are graphs of group-level quantities picked by group
+        labels (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``, ``sigma[g]``; the other a
+        scalar, or both reading the same labels): the per-cell (n_c, Σu_c, Σu²_c) of
+        this family, one row per cell
+        (:func:`~pymc_dp.graph.cells.cell_parameter`). A mean that reads per-record
+        covariates other than ``X @ beta (+ alpha)`` is refused: averaged over a bin it is not
+        the mean of a Normal; so is an sd that reads any."""
+        container = require_as_is(values, name, OBSERVED)
+        n_records = record_length(container.reshape((-1,)))
+        found_cells = {}
+        for role, param in (("mean", mu), ("sd", sigma)):
+            if param.ndim == 0:
+                continue
+            if record_covariates(param, model, n_records):
+                found = (
+                    f"a Normal whose {role} reads per-record covariates in another form than "
+                    f"X @ beta (+ alpha) for the mean: {describe_graph(param)}"
+                )
+                raise unsupported(name, found)
+            try:
+                cells = cell_parameter(param, model, name, n_records)
+            except NonPrivateModelError as error:
+                found = (
+                    f"a Normal whose {role} is neither a scalar, nor group-level values picked by "
+                    f"group labels ({error}): {describe_graph(param)}"
+                )
+                raise unsupported(name, found) from None
+            if not cells.labels:
+                found = (
+                    f"a Normal whose {role} varies by record without group labels: "
+                    f"{describe_graph(param)}"
+                )
+                raise unsupported(name, found)
+            found_cells[role] = cells
+        if len(found_cells) == 2 and found_cells["mean"].labels != found_cells["sd"].labels:
+            raise NonPrivateModelError(
+                f"{name}: its Normal mean and sd read different group labels (or the same in "
+                "another order); read both per the same labels, e.g. theta[g] and sigma[g]. "
+                "Nothing was released."
+            )
+        cells = found_cells.get("mean") or found_cells["sd"]
+        if dask_records(container) is not None:
+            raise NonPrivateModelError(
+                f"{name}: records in a Dask collection are not supported for a Normal read per "
+                "group; give the records in memory. Nothing was released."
+            )
+        bounds = required_bounds(declarations.data_bounds, name, name, "values")
+        data = record_values(values, name, OBSERVED).reshape(-1)
+        parameters = {
+            role: found_cells[key].graph if key in found_cells else param
+            for role, key, param in (("mu", "mean", mu), ("sigma", "sd", sigma))
+        }
+        if "sd" in found_cells and not any(
+            v in model.free_RVs for v in ancestors([found_cells["sd"].graph])
+        ):  # a public constant per group: checked here, or the run would fail after its charge
+            value = np.asarray(found_cells["sd"].graph.eval(), dtype=np.float64)
+            if not np.all(np.isfinite(value) & (value > 0)):
+                raise NonPrivateModelError(
+                    f"{name}: its Normal sigma per group is a constant with values that are not "
+                    "finite and > 0. Nothing was released."
+                )
+        # the labels may not be the records themselves (a parameter that reads its own values)
+        refuse_parameters_reading_records(name, {"mean": mu, "sigma": sigma}, [container])
+        for role, key, param in (("mean", "mean", mu), ("sigma", "sd", sigma)):
+            if key not in found_cells:  # a scalar may not read the labels either
+                refuse_parameters_reading_records(name, {role: param}, list(cells.labels))
+        structure = BoundedStructure(
+            observed=name,
+            family=self,
+            bounds=bounds,
+            parameters=parameters,
+            n_groups=cells.n_cells,
+            grouped=True,
+            clamp=frozenset(k for k in declarations.clamp if k == name),
+            label_sizes=cells.sizes,
+        )
+        link = BoundedLink(structure, data, groups=cell_labels(cells, name))
+        return BoundedFound(link, tuple(cells.labels), (name,))
+
+    # --- statistics, sensitivity, likelihoods ----------------------------------------------
 
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
         structure = link.structure
@@ -339,3 +544,6 @@ class NormalFamily(SecondMomentFamily):
         what = "(Σu, Σu²)" if neighbouring == "replace-one" else "(n, Σu, Σu²)"
         public = "; n public" if neighbouring == "replace-one" else ""
         return f"normal sufficient statistics {what} of {unit}{public}; {split}"
+
+
+_LIKELIHOOD = likelihoods(("normal",))

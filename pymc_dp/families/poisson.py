@@ -47,20 +47,45 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import zero_grad
 from pytensor.graph.basic import Variable
 
+from pymc_dp.errors import NonPrivateModelError
 from pymc_dp.families.base import group_sums, require_integers
 from pymc_dp.families.bounded import (
     BoundedFamily,
+    BoundedFound,
     BoundedLink,
     BoundedStructure,
+    Declarations,
     check_bounded_values,
     check_group_labels,
     latent_record_count,
     positive_counts,
     record_count_initial_offset,
+)
+from pymc_dp.families.recognition import (
+    cell_covariates,
+    cell_labels,
+    covariate_bins_of,
+    refuse_parameters_reading_records,
+    required_bounds,
+    vector_length,
+)
+from pymc_dp.graph.cells import cell_parameter, record_length
+from pymc_dp.graph.reading import (
+    OBSERVED,
+    dask_records,
+    deterministic_of,
+    distribution_name,
+    likelihoods,
+    record_values,
+    require_as_is,
+    split_parameter,
+    strip_expand_dims,
+    wrapped_parameter,
 )
 
 __all__ = [
@@ -93,6 +118,98 @@ class PoissonFamily(BoundedFamily):
         "Poisson(mu=lam, lam[group], exp(a[g1] + b[g2]) or exp(alpha + X @ beta)), lam a "
         "positive graph, with data_bounds on the counts (and on X, read in bins)"
     )
+    source = (
+        "Laplace mechanism (Dwork et al. 2006) on per-group Poisson sums of counts in a "
+        "declared range; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. "
+        "(16)-(17)"
+    )
+    """Paper, section and equation of this family's release, as the ledger records it."""
+
+    # --- recognition -----------------------------------------------------------------------
+
+    def claims(self, model: pm.Model, rv: Variable) -> bool:
+        """Every observed Poisson."""
+        return distribution_name(rv, _LIKELIHOOD) is not None
+
+    def recognise(self, model: pm.Model, rv: Variable, declarations: Declarations) -> BoundedFound:
+        """``mu=lam`` (a scalar graph) or ``mu=lam[group]`` (one rate per group): the (n_g,
+        Σy_g/c) per group; any other graph of group-level rates picked by labels and of
+        binned covariates is read per cell (``_recognise_cells``). Needs
+        ``data_bounds={"y": (low, c)}``, whole counts ≥ 0."""
+        name = rv.name
+        mu = rv.owner.op.dist_params(rv.owner)[0]
+        values = model.rvs_to_values[rv]
+        try:
+            rate, index = split_parameter(mu, model, name)
+        except NonPrivateModelError:  # lam[g1, g2], exp(a + X @ b), …: read per cell below
+            rate, index = strip_expand_dims(mu), None
+        if index is None and rate.ndim != 0:
+            deterministic = deterministic_of(rate, model)
+            if deterministic is None:
+                return self._recognise_cells(model, name, rate, values, declarations)
+            raise wrapped_parameter(name, "rate", deterministic)
+        if index is not None and rate.ndim != 1:
+            raise NonPrivateModelError(
+                f"{name}: its Poisson rate lam in lam[group] must be a vector (one rate per group)"
+            )
+        sources = [require_as_is(values, name, OBSERVED)]
+        if index is not None:
+            sources.append(require_as_is(index, name, "group labels"))
+        low, high = _count_bounds(declarations.data_bounds, name)
+        data = record_values(values, name, OBSERVED).reshape(-1)
+        groups = None
+        n_groups = 1
+        if index is not None:
+            groups = record_values(index, name, "group labels").reshape(-1)
+            n_groups = vector_length(model, rate)
+        refuse_parameters_reading_records(name, {"rate": rate}, sources)
+        structure = BoundedStructure(
+            observed=name,
+            family=self,
+            bounds=(low, high),
+            parameters={"rate": rate},
+            n_groups=n_groups,
+            grouped=index is not None and n_groups > 1,
+            group_variable=rate.name if rate.name in model.named_vars else "",
+            clamp=frozenset(k for k in declarations.clamp if k == name),
+        )
+        return BoundedFound(BoundedLink(structure, data, groups=groups), (), (name,))
+
+    def _recognise_cells(self, model, name, rate, values, declarations) -> BoundedFound:
+        """A rate that is any graph of group-level rates picked by group labels and of binned
+        covariates (``exp(a[g1] + b[g2])``, ``lam[g1, g2]``, ``exp(a + X @ beta)``, …): the
+        per-cell (n_c, Σy_c/c), one row per cell (:func:`pymc_dp.graph.cells.cell_parameter`)."""
+        container = require_as_is(values, name, OBSERVED)
+        if dask_records(container) is not None:
+            raise NonPrivateModelError(
+                f"{name}: records in a Dask collection are not supported for a rate read per "
+                "cell of several labels, of covariates or through a link; give the records in "
+                "memory. Nothing was released."
+            )
+        n_records = record_length(container.reshape((-1,)))
+        bins = covariate_bins_of(
+            model, name, rate, n_records, declarations.data_bounds, declarations.covariate_bins
+        )
+        cells = cell_parameter(rate, model, name, n_records, bins=bins)
+        low, high = _count_bounds(declarations.data_bounds, name)
+        data = record_values(values, name, OBSERVED).reshape(-1)
+        keys = tuple(b.key for b in cells.covariate_bins)
+        structure = BoundedStructure(
+            observed=name,
+            family=self,
+            bounds=(low, high),
+            parameters={"rate": cells.graph},
+            n_groups=cells.n_cells,
+            grouped=cells.n_cells > 1,
+            clamp=frozenset(k for k in declarations.clamp if k in (name, *keys)),
+            label_sizes=cells.sizes,
+            covariate_bins=cells.covariate_bins,
+        )
+        groups, covariates = cell_labels(cells, name), cell_covariates(cells, name)
+        link = BoundedLink(structure, data, groups=groups, covariates=covariates)
+        return BoundedFound(link, (*cells.labels, *cells.covariates), (name, *keys))
+
+    # --- statistics, sensitivity, likelihoods ----------------------------------------------
 
     def records(self, link: BoundedLink) -> tuple[np.ndarray, ...]:
         structure = link.structure
@@ -323,3 +440,17 @@ def poisson_gaussian_log_marginal(
     value = pt.switch(mean > 0, pt.logsumexp(terms, axis=1), -np.inf)
     at_zero = -0.5 * (released / scale) ** 2 - pt.log(scale * np.sqrt(2.0 * np.pi))
     return pt.switch(pt.eq(mean, 0.0), at_zero, value)  # every k is 0
+
+
+_LIKELIHOOD = likelihoods(("poisson",))
+
+
+def _count_bounds(data_bounds, name: str) -> tuple[float, float]:
+    """The declared (low, high) of Poisson counts: whole numbers, low ≥ 0."""
+    low, high = required_bounds(data_bounds, name, name, "counts")
+    if low < 0 or low != int(low) or high != int(high):
+        raise ValueError(
+            f"data_bounds[{name!r}] of Poisson counts must be whole counts >= 0, got "
+            f"{data_bounds[name]!r}"
+        )
+    return low, high

@@ -46,12 +46,35 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
+from pytensor.scalar.basic import Add
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.elemwise import DimShuffle, Elemwise
+from pytensor.tensor.math import Dot
 
-from pymc_dp.errors import InvalidPrivateDataError
-from pymc_dp.families.bounded import BoundedLink, BoundedStructure, check_bounded_values
+from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
+from pymc_dp.families.bounded import (
+    BoundedFound,
+    BoundedLink,
+    BoundedStructure,
+    Declarations,
+    check_bounded_values,
+)
+from pymc_dp.families.recognition import (
+    refuse_parameters_reading_records,
+    refuse_unusable_constant_sigma,
+    required_bounds,
+)
 from pymc_dp.families.second_moments import SecondMomentFamily, second_moment_names
+from pymc_dp.graph.reading import (
+    OBSERVED,
+    distribution_name,
+    likelihoods,
+    record_values,
+    require_as_is,
+    strip_expand_dims,
+)
 
-__all__ = ["LinearRegressionFamily"]
+__all__ = ["LinearRegressionFamily", "linear_predictor"]
 
 
 class LinearRegressionFamily(SecondMomentFamily):
@@ -67,6 +90,80 @@ class LinearRegressionFamily(SecondMomentFamily):
         "Normal(mu=X @ beta (+ alpha), sigma), X a data matrix, with data_bounds on the values "
         "and on X"
     )
+    source = (
+        "Bernstein & Sheldon 2019 (NeurIPS), §3: sufficient statistics perturbation of the "
+        "upper triangle of Σ z zᵀ, z = (1, x, y) rescaled by the declared bounds and "
+        "centred on the midpoints, each entry weighted by its share of ε over its range; "
+        "exact replace-one sensitivity of the weighted vector "
+        "(pymc_dp.families.second_moments)"
+    )
+    """Paper, section and equation of this family's release, as the ledger records it."""
+
+    # --- recognition -----------------------------------------------------------------------
+
+    def claims(self, model: pm.Model, rv: Variable) -> bool:
+        """An observed Normal whose mean is ``X @ beta``, ``X @ beta + alpha`` or
+        ``alpha + X @ beta`` (:func:`~pymc_dp.families.regression.linear_predictor`)."""
+        if distribution_name(rv, _LIKELIHOOD) is None:
+            return False
+        mu = strip_expand_dims(rv.owner.op.dist_params(rv.owner)[0])
+        return mu.ndim != 0 and linear_predictor(mu) is not None
+
+    def recognise(self, model: pm.Model, rv: Variable, declarations: Declarations) -> BoundedFound:
+        """``X`` a ``pm.Data`` container or constant matrix (n, p) of covariates (private,
+        read only by this likelihood), ``beta`` a graph of shape (p,), ``alpha`` and ``sigma``
+        scalar graphs; ``data_bounds={"y": (a, b), "X": (lo, hi)}`` with per-column or common
+        covariate bounds, keyed by the container's name (for a constant matrix:
+        ``"<y>_covariates"``)."""
+        name = rv.name
+        mu, sigma = (strip_expand_dims(p) for p in rv.owner.op.dist_params(rv.owner))
+        if sigma.ndim != 0:
+            raise NonPrivateModelError(
+                f"{name}: a regression's Normal sigma must be one scalar (a free variable or a "
+                "constant). Nothing was released."
+            )
+        refuse_unusable_constant_sigma(name, sigma, model)
+        covariates, beta, alpha = linear_predictor(mu)
+        values = model.rvs_to_values[rv]
+        data_bounds = declarations.data_bounds
+        leaf = require_as_is(covariates, name, "covariates")  # the container itself
+        container = require_as_is(values, name, OBSERVED)
+        x = record_values(covariates, name, "covariates")
+        data_names = {v.name for v in model.data_vars}
+        key = leaf.name if leaf.name in data_names else f"{name}_covariates"
+        if x.ndim != 2:
+            raise NonPrivateModelError(
+                f"{name}: its covariates {key!r} must be a matrix (records × covariates), got "
+                f"{x.ndim} dimension(s)"
+            )
+        p = int(x.shape[1])
+        if beta.type.shape[0] not in (None, p):
+            raise NonPrivateModelError(
+                f"{name}: beta has {beta.type.shape[0]} coefficients for {p} covariates"
+            )
+        bounds = required_bounds(data_bounds, name, name, "values")
+        covariate_bounds = required_bounds(data_bounds, key, name, f"covariates {key!r}", width=p)
+        data = record_values(values, name, OBSERVED)
+        if data.ndim != 1:
+            raise NonPrivateModelError(
+                f"{name}: a regression's observed values must be a vector (one per row of {key!r})"
+            )
+        parameters = {"beta": beta, "sigma": sigma}
+        if alpha is not None:
+            parameters["alpha"] = alpha
+        refuse_parameters_reading_records(name, parameters, [container, leaf])
+        structure = BoundedStructure(
+            observed=name,
+            family=self,
+            bounds=bounds,
+            parameters=parameters,
+            covariates=key,
+            covariate_bounds=covariate_bounds,
+            clamp=frozenset(k for k in declarations.clamp if k in (name, key)),
+        )
+        return BoundedFound(BoundedLink(structure, data, covariates=x), (leaf,), (name, key))
+
+    # --- statistics, sensitivity, likelihoods ----------------------------------------------
     # α and β are strongly correlated when the release identifies only some combinations of
     # them: a dense mass matrix cuts the tree depth from ~8 to ~5 (ESS/s ×9 at ε = 5)
     noise_aware_sampler: ClassVar[Mapping[str, object]] = {
@@ -145,3 +242,62 @@ class LinearRegressionFamily(SecondMomentFamily):
             f"per column ({p} covariates), ỹ = (y − {low:g})/({high:g} − {low:g}), both − ½"
             f"{public}; {self.describe_split(structure, neighbouring)}"
         )
+
+
+_LIKELIHOOD = likelihoods(("normal",))
+
+
+def linear_predictor(mu: Variable):
+    """(X, beta, alpha or None) when ``mu`` is X @ beta, X @ beta + alpha or alpha + X @ beta."""
+    product = _matrix_vector(mu)
+    if product is not None:
+        return (*product, None)
+    node = mu.owner
+    if (
+        node is None
+        or not isinstance(node.op, Elemwise)
+        or not isinstance(node.op.scalar_op, Add)
+        or len(node.inputs) != 2
+    ):
+        return None
+    first, second = (strip_expand_dims(i) for i in node.inputs)
+    for term, other in ((first, second), (second, first)):
+        product = _matrix_vector(term)
+        if product is not None and other.ndim == 0:
+            return (*product, other)
+    return None
+
+
+def _matrix_vector(term: Variable):
+    """(X, beta) when ``term`` is X @ beta (Dot or Matmul of a matrix and a vector)."""
+    node = term.owner
+    if node is None:
+        return None
+    if isinstance(node.op, DimShuffle) and node.op.input_ndim == 2 and node.op.new_order == (0,):
+        inner = node.inputs[0].owner  # squeeze(X @ expand_dims(beta, 1), 1)
+        if inner is None or not _is_dot(inner.op) or len(inner.inputs) != 2:
+            return None
+        matrix, column = inner.inputs
+        vector = column.owner.inputs[0] if _is_column(column) else None
+        if vector is None or matrix.ndim != 2:
+            return None
+        return matrix, vector
+    if _is_dot(node.op) and len(node.inputs) == 2:
+        matrix, vector = node.inputs
+        if matrix.ndim == 2 and vector.ndim == 1:
+            return matrix, vector
+    return None
+
+
+def _is_dot(op) -> bool:
+    return isinstance(op, Dot) or (isinstance(op, Blockwise) and isinstance(op.core_op, Dot))
+
+
+def _is_column(variable: Variable) -> bool:
+    node = variable.owner
+    return (
+        node is not None
+        and isinstance(node.op, DimShuffle)
+        and node.op.input_ndim == 1
+        and node.op.new_order == (0, "x")
+    )

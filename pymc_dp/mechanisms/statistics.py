@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pymc_dp.errors import NonPrivateModelError, StaleReleaseError, value_free_repr
+from pymc_dp.families import BOUNDED_FAMILIES
 from pymc_dp.families.base import ConjugateLink, table_l2_sensitivity
 from pymc_dp.families.bounded import BoundedLink, BoundedStructure
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger, split_epsilon, validate_neighbouring
@@ -187,31 +188,7 @@ class ReleasedStatistics:
     records_digest: bytes = field(default=b"", repr=False)
 
 
-BOUNDED_SOURCES = {
-    "cell-counts": (
-        "Laplace mechanism (Dwork et al. 2006) on the table of counts per cell of the group "
-        "labels and outcome; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. (16)-(17)"
-    ),
-    "poisson": (
-        "Laplace mechanism (Dwork et al. 2006) on per-group Poisson sums of counts in a declared "
-        "range; grouped-table sensitivity as Foulds et al. 2016, §3.2, eq. (16)-(17)"
-    ),
-    "normal": (
-        "Bernstein & Sheldon 2018 (NeurIPS), §3: Laplace mechanism on the sufficient statistics "
-        "(n, Σu, Σu²) of values rescaled by their declared bounds and centred on the midpoint, "
-        "each weighted by its share of ε over its range; one group: exact replace-one "
-        "sensitivity of the weighted vector (pymc_dp.families.second_moments."
-        "replace_one_maximiser); group means: (n_c, Σu_c, Σu²_c) per cell of the labels, "
-        "grouped-table sensitivity (a record leaves one row and enters another) as Foulds et al. "
-        "2016, §3.2, eq. (16)-(17)"
-    ),
-    "linear-regression": (
-        "Bernstein & Sheldon 2019 (NeurIPS), §3: sufficient statistics perturbation of the upper "
-        "triangle of Σ z zᵀ, z = (1, x, y) rescaled by the declared bounds and centred on the "
-        "midpoints, each entry weighted by its share of ε over its range; exact replace-one "
-        "sensitivity of the weighted vector (pymc_dp.families.second_moments)"
-    ),
-}
+BOUNDED_SOURCES = {name: family.source for name, family in BOUNDED_FAMILIES.items()}
 """Paper, section and equation of each bounded family's release (for the ledger)."""
 
 
@@ -352,7 +329,7 @@ def release_bounded(
             + (f"; cells by covariate bins: {bins}" if bins else "")
             + (f"; records clamped: {structure.clamping()}" if structure.clamping() else "")
         ),
-        source=BOUNDED_SOURCES[family.name],
+        source=family.source,
         backend=backend,
         rng=rng,
         clamping=structure.clamping(),

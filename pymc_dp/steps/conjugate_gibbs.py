@@ -22,16 +22,16 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_dp.analysis.conjugate import find_conjugate_link
-from pymc_dp.analysis.graph import (
+from pymc_dp.analysis.inputs import classify_inputs, refuse_private_reads
+from pymc_dp.analysis.rewrite import released_statistics_of
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
+from pymc_dp.families import FAMILIES, ConjugateFamily
+from pymc_dp.graph.reading import (
     check_conjugate_dependents,
     observed_children,
     reject_imputation,
     rv_shape,
 )
-from pymc_dp.analysis.inputs import classify_inputs, refuse_private_reads
-from pymc_dp.analysis.rewrite import released_statistics_of
-from pymc_dp.errors import NonPrivateModelError, value_free_repr
-from pymc_dp.families import FAMILIES, ConjugateFamily
 from pymc_dp.ledger import PrivacyEvent, PrivacyLedger
 from pymc_dp.mechanisms.laplace import NoiseBackend
 from pymc_dp.mechanisms.statistics import ReleasedStatistics, release_all

@@ -5,7 +5,7 @@ looked through any number of casts, so ``pm.Bernoulli("y", p[pt.cast(g, "int8")]
 labels 195–199 (wrapped to negative indices in the likelihood, unwrapped in the released
 counts) and ``pm.Binomial(..., observed=pt.cast(y_data, "int8"))`` with counts above 127 were
 accepted: the released statistics belonged to another model than the one written. The one
-rule (:func:`pymc_dp.analysis.graph.require_as_is`, shared with the bounded recogniser) now
+rule (:func:`pymc_dp.graph.reading.require_as_is`, shared with the bounded recogniser) now
 refuses every transformation between a private container and a Beta/Dirichlet likelihood —
 observed values, group labels (index arrays) and per-record trials — in recognition, before
 any release, ledger charge or noise draw, naming the variable and the operations, never a

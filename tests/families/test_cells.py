@@ -21,8 +21,8 @@ from scipy import stats
 import pymc_dp
 from pymc_dp import InvalidPrivateDataError, NonPrivateModelError, PrivacyLedger
 from pymc_dp.analysis import recognise
-from pymc_dp.analysis.cells import MAX_CELLS
 from pymc_dp.families.bounded import BoundedLink
+from pymc_dp.graph.cells import MAX_CELLS
 from pymc_dp.mechanisms.statistics import release_bounded
 
 RNG = np.random.default_rng(7)

@@ -54,13 +54,12 @@ from pytensor.tensor.math import Dot
 from pytensor.tensor.special import LogSoftmax, Softmax
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
-from pymc_dp.analysis.graph import (
+from pymc_dp.errors import NonPrivateModelError, value_free_repr
+from pymc_dp.graph.reading import (
     describe_graph,
     is_data,
     require_as_is,
 )
-from pymc_dp.errors import NonPrivateModelError, value_free_repr
-from pymc_dp.families.bounded import CovariateBins
 
 __all__ = ["MAX_CELLS", "MAX_EVALUATIONS", "CellParameter", "cell_parameter", "record_covariates"]
 
@@ -95,7 +94,7 @@ class CellParameter:
     labels: tuple[Variable, ...]
     sizes: tuple[int, ...]
     covariates: tuple[Variable, ...] = ()
-    covariate_bins: tuple[CovariateBins, ...] = ()
+    covariate_bins: tuple = ()
 
     @property
     def n_cells(self) -> int:
@@ -133,7 +132,7 @@ def cell_parameter(
     observed: str,
     n_records: int,
     event_ndim: int = 0,
-    bins: Mapping[Variable, CovariateBins] | None = None,
+    bins: Mapping[Variable, object] | None = None,
 ) -> CellParameter:
     """``param`` (record-level, leading axis the records) rewritten per cell, or a refusal.
 

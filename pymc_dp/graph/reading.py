@@ -2,8 +2,9 @@
 
 Pure inspection of a PyMC model's graph; nothing here reads more than it returns and nothing
 releases anything. :mod:`pymc_dp.analysis.inputs` classifies every array the model reads;
-:mod:`pymc_dp.analysis.conjugate`, :mod:`pymc_dp.analysis.bounded` and
-:mod:`pymc_dp.analysis.tempered` find the blocks each mechanism handles with these helpers.
+:mod:`pymc_dp.analysis.conjugate` and :mod:`pymc_dp.analysis.tempered` find the blocks each
+mechanism handles with these helpers, and every bounded family recognises its own
+likelihoods with them (:meth:`pymc_dp.families.bounded.BoundedFamily.recognise`).
 
 **Records are read as is** (:func:`require_as_is`, the one rule every recogniser applies,
 through :func:`record_values`): a likelihood's observed values, its group labels, its
@@ -31,23 +32,21 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor
 
 from pymc_dp.errors import InvalidPrivateDataError, NonPrivateModelError
-from pymc_dp.families import RecordDomain
-from pymc_dp.families.base import require_integers
-from pymc_dp.records import dask_records
 
 __all__ = [
     "CONJUGATE_LIKELIHOODS",
     "LIKELIHOODS",
     "OBSERVED",
+    "RECORDS_TAG",
     "TRIALS_LIKELIHOODS",
     "check_conjugate_dependents",
+    "dask_records",
     "describe_graph",
     "deterministic_of",
     "distribution_name",
     "is_data",
     "likelihoods",
     "observed_children",
-    "record_domain",
     "record_values",
     "reject_imputation",
     "require_as_is",
@@ -73,6 +72,18 @@ CONJUGATE_LIKELIHOODS = ("bernoulli", "binomial", "categorical", "multinomial")
 """The likelihoods of the Laplace statistics (Beta/Dirichlet conjugate pairs)."""
 TRIALS_LIKELIHOODS = ("binomial", "multinomial")
 """Likelihoods whose first parameter is a number of trials."""
+RECORDS_TAG = "pymc_dp_records"
+"""The tag attribute under which a :func:`pymc_dp.Data` container keeps its Dask handle."""
+
+
+def dask_records(variable):
+    """The :class:`~pymc_dp.records.DaskRecords` a container stands for, or None (an
+    in-memory array)."""
+    if not isinstance(variable, SharedVariable):
+        return None
+    return getattr(variable.tag, RECORDS_TAG, None)
+
+
 OBSERVED = "observed values"
 """What a likelihood's records are called in messages; the one role that may carry PyMC's
 cast (:func:`require_as_is`)."""
@@ -293,51 +304,6 @@ def split_parameter(param: Variable, model: pm.Model, observed: str):
             "vector of group labels"
         )
     return param, None
-
-
-def record_domain(likelihood, params, n_categories, max_trials, model, name) -> RecordDomain:
-    """Declared domain of one record: categories and, for Binomial/Multinomial, trials.
-
-    One number of trials (public, a design constant or a declared ``pm.Data``) is read as the
-    likelihood computes it. Per-record trials are records: they are read from their container,
-    used as is (:func:`require_as_is`; PyMC only inserts broadcast dimensions in front of it).
-
-    Raises
-    ------
-    NonPrivateModelError
-        If the trials are random, per-record (private) without a declared ``max_trials``, or
-        per-record and computed in the graph (a cast, a scaling, ...).
-    InvalidPrivateDataError
-        If public scalar trials exceed the declared ``max_trials``.
-    """
-    if likelihood not in TRIALS_LIKELIHOODS:
-        return RecordDomain(n_categories=n_categories)
-    trials_var = params[0]
-    if not is_data(trials_var, model):
-        raise NonPrivateModelError(f"{name}: the number of trials must be data, not random")
-    if dask_records(strip_expand_dims(trials_var)) is not None:
-        raise NonPrivateModelError(
-            f"{name}: per-record trials in a Dask collection are not supported; give the "
-            "trials as one public number, or the records in memory. Nothing was released."
-        )
-    trials = variable_value(trials_var)
-    if trials.size > 1:  # per-record trials are records
-        trials = record_values(strip_expand_dims(trials_var), name, "per-record trials")
-    if trials.ndim == 0 or trials.size == 1:
-        trials = int(require_integers(trials.reshape(()), name, "trials"))
-        declared = trials if max_trials is None else int(max_trials)
-        if trials > declared:
-            raise InvalidPrivateDataError(
-                f"{name}: its number of trials exceeds the declared max_trials={declared}"
-            )
-        return RecordDomain(n_categories, max_trials=declared, trials=trials)
-    if max_trials is None:
-        raise NonPrivateModelError(
-            f"{name}: per-record trials are private data; declare their bound with "
-            f"max_trials={{'{name}': M}} (a bound read off the data would leak it)"
-        )
-    trials = require_integers(trials.reshape(-1), name, "per-record trials")
-    return RecordDomain(n_categories, max_trials=int(max_trials), trials=trials)
 
 
 def reject_imputation(model: pm.Model) -> None:
