@@ -720,33 +720,49 @@ def latent_record_count(
 ):
     """Latent (private) record counts n_g, flat prior on n_g > 0, from their noisy release.
 
-    The count is released as r = n + Laplace(b), so with a flat prior its posterior is
-    Laplace(r, b) times the rest of the likelihood. It is sampled non-centred: the free
-    variable ``<name>_n_records_offset`` (G,) ~ Laplace(0, 1) — that *is* the release's
-    likelihood — and the Deterministic ``<name>_n_records`` = r + b · offset, so its scale is
-    the same whatever b (at ε = 10⁶ a centred n would need steps of 10⁻⁶). Both are created
-    in the model in context. The count is treated as continuous (its spread is that of the
-    noise, which dwarfs the rounding); callers reject n ≤ 0 (:func:`positive_counts`).
-    With ``noise="gaussian"`` the release is r = n + N(0, σ²) and the offset is
-    Normal(0, 1) (σ = ``scale``), by the same argument.
+    The count is released as r = n + Laplace(b) (``noise="gaussian"``: r = n + N(0, σ²),
+    σ = ``scale``), so with a flat prior on n > 0 its posterior is the noise density at
+    r − n on n > 0, times the rest of the likelihood. It is sampled through the free variable
+    ``<name>_n_records_offset`` (G,), u, with
+
+        n = b · softplus(u + r/b)        (the Deterministic ``<name>_n_records``)
+
+    and the density of u the noise density at r − n times the Jacobian
+    dn/du = b · sigmoid(u + r/b) (the Potential ``<name>_n_records_release``): a flat prior
+    on n > 0, exactly. Where r ≫ b this is n = r + b·u, non-centred, so u has the same scale
+    whatever b (at ε = 10⁶ a centred n would need steps of 10⁻⁶); near and below 0 the map
+    bends smoothly and keeps n > 0. (The offset was Laplace(0, 1) with n = r + b·u and n ≤ 0
+    rejected: a wall at n = 0 that NUTS diverged against in empty cells.) Both are created in
+    the model in context. The count is treated as continuous (its spread is that of the
+    noise, which dwarfs the rounding).
     """
+    shift = released_n / scale
+    offset = pm.Flat(f"{name}_n_records_offset", shape=(groups,))
+    argument = offset + shift
+    n = pm.Deterministic(f"{name}_n_records", scale * pt.softplus(argument))
+    standardised = pt.softplus(argument) - shift  # (n − r)/b
     if noise == "gaussian":
-        offset = pm.Normal(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
+        noise_logp = -0.5 * pt.square(standardised)
     else:
-        offset = pm.Laplace(f"{name}_n_records_offset", 0.0, 1.0, shape=(groups,))
-    return pm.Deterministic(f"{name}_n_records", released_n + scale * offset)
+        noise_logp = -pt.abs(standardised)
+    jacobian = -pt.softplus(-argument)  # log sigmoid
+    pm.Potential(f"{name}_n_records_release", pt.sum(noise_logp + jacobian))
+    return n
 
 
 def record_count_initial_offset(released_n, scale) -> np.ndarray:
     """Start of ``<name>_n_records_offset`` (:func:`latent_record_count`) at which every
-    latent count is ≥ 1 even after PyMC's start jitter (±1 on the offset): 0 where the released
-    count is at least 1 + b, (1 − r)/b + 1 below. Public: reads the release only. (A cell or
-    group with few records has a released count near or below 0, where the default start,
-    the released count itself, lies outside the counts' support: the run would fail after its
-    release.)"""
+    latent count is ≥ 1 even after PyMC's start jitter (±1 on the offset): 0 where the
+    released count r is at least b · softplus⁻¹(1/b) + b (then n ≥ 1 at u ≥ −1, and a
+    well-populated cell starts at its release), the u with n = 1 at u − 1 below. Public:
+    reads the release only. (A cell or group with few records has a released count near or
+    below 0; the map keeps n > 0, but a start at n ≪ 1 puts the sampler where the
+    statistics' variance given n nearly vanishes.)"""
     released_n = np.asarray(released_n, dtype=np.float64).reshape(-1)
     scale = float(scale)
-    return np.maximum(0.0, (1.0 - released_n) / scale + 1.0)
+    one = 1.0 / scale
+    inverse_softplus_one = one + np.log(-np.expm1(-one))  # softplus⁻¹(1/b), stable
+    return np.maximum(0.0, inverse_softplus_one - released_n / scale + 1.0)
 
 
 def positive_counts(n: Variable, log_likelihood: Variable) -> Variable:

@@ -541,11 +541,14 @@ def test_latent_counts_start_inside_their_support_whatever_the_release():
     from pymc_dp.families.bounded import record_count_initial_offset
 
     released = np.array([-7.3, -1.0, 0.0, 0.5, 2.9, 3.0, 250.0])
-    scale = 2.0
-    offset = record_count_initial_offset(released, scale)
-    for jitter in (-1.0, 0.0, 1.0):
-        assert np.all(released + scale * (offset + jitter) >= 1.0 - 1e-12)
+    for scale in (0.01, 2.0, 2000.0):
+        offset = record_count_initial_offset(released, scale)
+        for jitter in (-1.0, 0.0, 1.0):  # n = b · softplus(u + r/b)
+            counts = scale * np.logaddexp(0.0, offset + jitter + released / scale)
+            assert np.all(counts >= 1.0 - 1e-9)
+    offset = record_count_initial_offset(released, 2.0)
     assert offset[-1] == 0.0  # a well-populated cell starts at its release, as before
+    assert 2.0 * np.logaddexp(0.0, 250.0 / 2.0) == pytest.approx(250.0)
 
 
 @pytest.mark.integration

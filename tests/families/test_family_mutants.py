@@ -899,8 +899,10 @@ def test_conjugate_posterior_parameters_and_draws():
 @pytest.mark.parametrize("public", [True, False])
 def test_gaussian_noise_release_density_is_the_normal_convolution(public):
     """MvNormal(n·E t_R, n·Cov t_RR + σ²I) over the released components other than n
-    (docstring of ``gaussian_release_log_likelihood``); a private n is latent, n = r₀ + σ·z,
-    z ~ N(0, 1), and its release is Normal(n, σ²) (``latent_record_count``)."""
+    (docstring of ``gaussian_release_log_likelihood``); a private n is latent,
+    n = b·softplus(u + r/b) with b = σ/c₀ and r = r₀/c₀ in counts, and the density of u is
+    the count's release Normal(n, b²) at r times the Jacobian sigmoid(u + r/b): a flat prior
+    on n > 0 (``latent_record_count``), with no wall at n = 0."""
     import pymc as pm
     import pytensor.tensor as pt
 
@@ -931,18 +933,24 @@ def test_gaussian_noise_release_density_is_the_normal_convolution(public):
         n, value = 200.0, float(loglik.eval())
     else:
         assert [v.name for v in model.free_RVs] == ["x_n_records_offset"]
-        # Gaussian noise: the count's release is Normal(n, σ²), so its offset is N(0, 1)
-        offset_rv = model["x_n_records_offset"]
-        logp = np.ravel(pm.logp(offset_rv, np.array([0.8])).eval())[0]
-        assert logp == pytest.approx(stats.norm.logpdf(0.8))
+        r, b = 190.0 / weights[0], sigma / weights[0]  # the count's release, in counts
+
+        def count(u):
+            return b * np.logaddexp(0.0, u + r / b)
+
+        # Gaussian noise: the count's release is Normal(n, b²) at r, times the Jacobian
+        logp = model.compile_logp(sum=True)
+        for u in (-300.0, -2.0, 0.8, 1.5):
+            expected_u = stats.norm.logpdf((count(u) - r) / b) - np.logaddexp(0.0, -u - r / b)
+            got = logp({"x_n_records_offset": np.array([u])})
+            assert got - expected_u == pytest.approx(0.5 * np.log(2 * np.pi), abs=1e-9)  # constant
+        assert 0 < count(-300.0) < 1e-9  # far below the release: n near 0, never ≤ 0
         offset = 1.5
-        n = (190.0 + sigma * offset) / weights[0]  # the count's release is c₀ n + noise
+        n = count(offset)
         [graph] = model.replace_rvs_by_values([loglik])
         density = model.compile_fn(graph, point_fn=False, inputs=model.value_vars)
-        assert float(density(np.array([-280.0]))) == -np.inf  # n = 190 − 196 ≤ 0: no records
-        value = float(
-            model.compile_fn(graph, point_fn=False, inputs=model.value_vars)(np.array([offset]))
-        )
+        assert np.isfinite(float(density(np.array([-280.0]))))  # no wall at n = 0
+        value = float(density(np.array([offset])))
     c = weights[1:]
     cov = np.outer(c, c) * n * cov_t[1:, 1:] + sigma**2 * np.eye(2)
     expected = stats.multivariate_normal(c * n * mean_t[1:], cov).logpdf(released[0, 1:])
@@ -963,3 +971,53 @@ def test_poisson_plugin_likelihood_is_minus_infinity_off_the_positive_rates():
         {"rate": pt.as_tensor(1.5)}, pt.as_tensor(np.array([[3.0, 0.25]])), structure
     )
     assert float(value.eval()) == pytest.approx(2 * math.log(1.5) - 3 * 1.5)
+
+
+@pytest.mark.parametrize("released", [-3.0, 0.4, 25.0, 1e4])
+def test_latent_record_count_is_a_flat_prior_on_positive_counts_times_the_laplace_release(
+    released,
+):
+    """n = b·softplus(u + r/b): the density of u is Laplace(r − n; b) · dn/du, so that n has
+    the density of the release Laplace(r | n, b) under a flat prior on n > 0, exactly. Checked
+    by the change of variables at several u, and by the mass the sampled variable gives to
+    intervals of n (quadrature in u against the truncated Laplace's mass in n)."""
+    import pymc as pm
+    from scipy import integrate
+
+    from pymc_dp.families.bounded import latent_record_count
+
+    b = 2.0
+    with pm.Model() as model:
+        n_var = latent_record_count("x", np.array([released]), b, 1)
+    logp = model.compile_logp(sum=True)
+    [n_graph] = model.replace_rvs_by_values([n_var])
+    count = model.compile_fn(n_graph, point_fn=False, inputs=model.value_vars)
+
+    def log_density(u):
+        return logp({"x_n_records_offset": np.array([u])})
+
+    for u in (-40.0, -1.0, 0.0, 3.0):
+        n = float(count(np.array([u]))[0])
+        assert n == pytest.approx(b * np.logaddexp(0.0, u + released / b), rel=1e-12)
+        assert n > 0
+        jacobian = b / (1.0 + np.exp(-(u + released / b)))
+        expected = stats.laplace(released, b).logpdf(n) + np.log(jacobian)
+        # constants dropped by the model: log(2b) of the Laplace, −log b of the Jacobian
+        assert log_density(u) - expected == pytest.approx(np.log(2.0), abs=1e-9)
+    # the mass of n in [lo, hi] under the sampled variable equals the truncated Laplace's
+    truncated = stats.laplace(released, b)
+    total = truncated.sf(0.0)
+    bounds = np.array([1e-6, 0.5, 2.0, max(released, 3.0), max(released, 3.0) + 5.0])
+    # u = softplus⁻¹(n/b) − r/b, with softplus⁻¹(y) = y + log(−expm1(−y))
+    u_of = bounds / b + np.log(-np.expm1(-bounds / b)) - released / b
+
+    def density(u):
+        return np.exp(log_density(u))
+
+    centre = float(u_of[-2])
+    norm = integrate.quad(density, -80.0, centre, limit=200)[0]
+    norm += integrate.quad(density, centre, centre + 80.0, limit=200)[0]
+    for j in range(bounds.size - 1):
+        mass = integrate.quad(density, u_of[j], u_of[j + 1], limit=200)[0] / norm
+        exact = (truncated.cdf(bounds[j + 1]) - truncated.cdf(bounds[j])) / total
+        assert mass == pytest.approx(exact, abs=1e-6)
