@@ -138,9 +138,35 @@ def build_private_model(
         private[prior_name].tag.__dict__[RELEASED_TAG] = [
             r for r in conjugate if r.prior == prior_name
         ]
+    _keep_public_parameter_data(private, model, bounded, frozenset(public))
     for release in bounded:
         add_released_likelihood(private, model, release, inference)
     return private
+
+
+def _keep_public_parameter_data(
+    private: pm.Model, source: pm.Model, bounded: list, public: frozenset[str]
+) -> None:
+    """Add to ``private`` every declared-public ``pm.Data`` container a bounded family's
+    parameter graphs read that the clone dropped (it was read by the observed likelihood
+    only, e.g. ``mu * s`` or a group-level design ``(Xg @ b)[g]``), with its value and dims.
+    A container that is not declared public is never added (the classifier refused it before
+    any release)."""
+    read = {
+        leaf
+        for release in bounded
+        for leaf in ancestors(list(release.structure.parameters.values()))
+        if isinstance(leaf, SharedVariable) and leaf in source.data_vars
+    }
+    with private:
+        for container in sorted(read, key=lambda v: v.name):
+            if container.name in private.named_vars or container.name not in public:
+                continue
+            pm.Data(
+                container.name,
+                container.get_value(),
+                dims=source.named_vars_to_dims.get(container.name),
+            )
 
 
 def add_released_likelihood(
