@@ -64,7 +64,12 @@ from pymc_dp.families.bounded import (
     record_cells,
 )
 from pymc_dp.families.poisson import poisson_gaussian_log_marginal, poisson_laplace_log_marginal
-from pymc_dp.families.recognition import cell_covariates, cell_labels, covariate_bins_of
+from pymc_dp.families.recognition import (
+    cell_covariates,
+    cell_labels,
+    covariate_bins_of,
+    refuse_parameters_reading_records,
+)
 from pymc_dp.graph.cells import cell_parameter
 from pymc_dp.graph.reading import (
     OBSERVED,
@@ -146,6 +151,8 @@ class CellCountsFamily(BoundedFamily):
         params = rv.owner.op.dist_params(rv.owner)
         values = model.rvs_to_values[rv]
         container = require_as_is(values, name, OBSERVED)
+        # labels or covariates that are the records themselves (a[y] with observed=y)
+        refuse_parameters_reading_records(name, {"probability": params[-1]}, [container])
         if dask_records(container) is not None:
             raise NonPrivateModelError(
                 f"{name}: records in a Dask collection are not supported for a probability read "

@@ -139,6 +139,10 @@ class PoissonFamily(BoundedFamily):
         name = rv.name
         mu = rv.owner.op.dist_params(rv.owner)[0]
         values = model.rvs_to_values[rv]
+        # labels or covariates that are the records themselves (lam[y] with observed=y)
+        refuse_parameters_reading_records(
+            name, {"rate": mu}, [require_as_is(values, name, OBSERVED)]
+        )
         try:
             rate, index = split_parameter(mu, model, name)
         except NonPrivateModelError:  # lam[g1, g2], exp(a + X @ b), …: read per cell below

@@ -503,3 +503,44 @@ def test_a_reduction_over_records_is_named():
         pm.Bernoulli("y", logit_p=a[g] - a[g].mean(), observed=OUTCOME)
 
     _charged_nothing(build, r"a reduction over the records")
+
+
+def _records_as_their_own_labels(form):
+    rng = np.random.default_rng(4)
+    counts = rng.poisson(2.0, 50)
+    outcome = rng.integers(0, 2, 50)
+    labels = np.arange(50) % 3
+    with pm.Model() as model:
+        if form == "poisson rate indexed by its counts":
+            cd = pm.Data("cd", counts)
+            pm.Poisson("y", pm.Gamma("lam", 2, 1, shape=20)[cd], observed=cd)
+            return model, {"cd": (0, 19)}
+        yd = pm.Data("yd", outcome)
+        g = pm.Data("g", labels)
+        if form == "logistic labels that are its outcomes":
+            a, b = pm.Normal("a", shape=2), pm.Normal("b", shape=3)
+            pm.Bernoulli("y", logit_p=a[yd] + b[g], observed=yd)
+            return model, {}
+        a = pm.Normal("a", shape=3)
+        pm.Bernoulli("y", logit_p=a[g] + pm.Normal("b") * yd, observed=yd)
+        return model, {"yd": (0, 1)}
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "poisson rate indexed by its counts",
+        "logistic labels that are its outcomes",
+        "logistic covariate that is its outcome",
+    ],
+)
+def test_records_used_as_their_own_labels_or_covariates_are_refused_before_the_charge(form):
+    """Adversarial review (2026-12-07): accepted before (the labels and covariates are part of
+    the record, so the sensitivity held, but the model reads its own outcome as a predictor,
+    and without bounds the message asked for data_bounds on the records); the Normal already
+    refused it. Now every family refuses it, naming the reason, with nothing charged."""
+    model, bounds = _records_as_their_own_labels(form)
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match="reads the likelihood's own records"):
+        pymc_dp.sample(5, model=model, epsilon=1.0, data_bounds=bounds, ledger=ledger)
+    assert len(ledger) == 0
