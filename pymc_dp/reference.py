@@ -14,6 +14,7 @@ from pymc.model import modelcontext
 from pytensor.graph.traversal import ancestors
 
 from pymc_dp.analysis.conjugate import analyse_model
+from pymc_dp.families.base import ConjugateLink
 from pymc_dp.mechanisms.statistics import sufficient_statistics
 
 __all__ = ["NONPRIVATE_HEADING", "exact_conjugate_posterior"]
@@ -43,11 +44,15 @@ def exact_conjugate_posterior(
     Raises
     ------
     ValueError
-        If a conjugate prior has random parameters.
+        If a conjugate prior has random parameters, or a likelihood is not a conjugate pair
+        (a bounded family's, e.g. counts read per cell of group labels).
     """
     model = modelcontext(model)
     rng = np.random.default_rng(rng)
     links = analyse_model(model)
+    other = sorted(name for name, link in links.items() if not isinstance(link, ConjugateLink))
+    if other:
+        raise ValueError(f"{other}: no exact conjugate posterior (not a Beta/Dirichlet pair)")
     shapes = model.eval_rv_shapes()
     posterior = {}
     for prior in sorted({link.prior for link in links.values()}):

@@ -12,8 +12,9 @@ parameters included, as in :mod:`pymc_dp.calibration.bounded`); ``pymc_dp.sample
 (default inference, noise-aware, replace-one; seeded NumPy noise) and ``pm.sample`` on the
 raw records, both 1 chain × (1,000 + 1,000). Prints the share of
 central 90% intervals that cover the truth (θ_g over all groups and data sets; σ; μ), the
-median ratio of private to non-private widths, divergences per 1,000 draws and leapfrog steps
-per draw. Coverage has a binomial standard error of about √(0.09/k) over k intervals.
+median ratio of private to non-private widths, the mean widths (private and non-private),
+divergences per 1,000 draws and leapfrog steps per draw. Coverage has a binomial standard
+error of about √(0.09/k) over k intervals.
 """
 
 from __future__ import annotations
@@ -73,7 +74,12 @@ def one(seed: int, n: int, epsilon: float) -> dict:
         np_ = exact["posterior"][name].values.reshape(1000, -1)
         low, high = interval(dp)
         low_np, high_np = interval(np_)
-        out[name] = ((low <= truth) & (truth <= high), (high - low) / (high_np - low_np))
+        out[name] = (
+            (low <= truth) & (truth <= high),
+            (high - low) / (high_np - low_np),
+            high - low,
+            high_np - low_np,
+        )
     stats = private["sample_stats"]
     out["divergences"] = 1000.0 * float(stats["diverging"].mean())
     out["steps"] = float(stats["n_steps"].mean())
@@ -102,6 +108,13 @@ def main() -> None:
             f"  {name:<6} coverage {covered.mean():.3f} of {covered.size} intervals;"
             f" width private/non-private: median {np.median(ratio):.2f}"
             f" (quartiles {np.quantile(ratio, 0.25):.2f}-{np.quantile(ratio, 0.75):.2f})"
+        )
+        private = np.concatenate([r[name][2] for r in runs])
+        nonprivate = np.concatenate([r[name][3] for r in runs])
+        print(
+            f"  {name:<6} mean width: private {private.mean():.4f}"
+            f" (sd {private.std(ddof=1) if private.size > 1 else 0.0:.4f}),"
+            f" non-private {nonprivate.mean():.4f}"
         )
     divergences = [r["divergences"] for r in runs]
     steps = np.mean([r["steps"] for r in runs])
