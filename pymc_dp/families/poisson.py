@@ -139,10 +139,9 @@ class PoissonFamily(BoundedFamily):
         name = rv.name
         mu = rv.owner.op.dist_params(rv.owner)[0]
         values = model.rvs_to_values[rv]
+        container = require_as_is(values, name, OBSERVED)
         # labels or covariates that are the records themselves (lam[y] with observed=y)
-        refuse_parameters_reading_records(
-            name, {"rate": mu}, [require_as_is(values, name, OBSERVED)]
-        )
+        refuse_parameters_reading_records(name, {"rate": mu}, [container])
         try:
             rate, index = split_parameter(mu, model, name)
         except NonPrivateModelError:  # lam[g1, g2], exp(a + X @ b), …: read per cell below
@@ -150,13 +149,13 @@ class PoissonFamily(BoundedFamily):
         if index is None and rate.ndim != 0:
             deterministic = deterministic_of(rate, model)
             if deterministic is None:
-                return self._recognise_cells(model, name, rate, values, declarations)
+                return self._recognise_cells(model, name, rate, container, values, declarations)
             raise wrapped_parameter(name, "rate", deterministic)
         if index is not None and rate.ndim != 1:
             raise NonPrivateModelError(
                 f"{name}: its Poisson rate lam in lam[group] must be a vector (one rate per group)"
             )
-        sources = [require_as_is(values, name, OBSERVED)]
+        sources = [container]
         if index is not None:
             sources.append(require_as_is(index, name, "group labels"))
         low, high = _count_bounds(declarations.data_bounds, name)
@@ -179,11 +178,11 @@ class PoissonFamily(BoundedFamily):
         )
         return BoundedFound(BoundedLink(structure, data, groups=groups), (), (name,))
 
-    def _recognise_cells(self, model, name, rate, values, declarations) -> BoundedFound:
+    def _recognise_cells(self, model, name, rate, container, values, declarations) -> BoundedFound:
         """A rate that is any graph of group-level rates picked by group labels and of binned
         covariates (``exp(a[g1] + b[g2])``, ``lam[g1, g2]``, ``exp(a + X @ beta)``, …): the
-        per-cell (n_c, Σy_c/c), one row per cell (:func:`pymc_dp.graph.cells.cell_parameter`)."""
-        container = require_as_is(values, name, OBSERVED)
+        per-cell (n_c, Σy_c/c), one row per cell (:func:`pymc_dp.graph.cells.cell_parameter`);
+        ``container`` is the records' container, read as is."""
         if dask_records(container) is not None:
             raise NonPrivateModelError(
                 f"{name}: records in a Dask collection are not supported for a rate read per "
