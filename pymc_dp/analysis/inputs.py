@@ -66,6 +66,7 @@ from pymc_dp.graph.reading import (
     distribution_name,
     is_data,
     likelihoods,
+    same_values,
     strip_expand_dims,
     variable_value,
 )
@@ -160,7 +161,7 @@ def validate_public(model: pm.Model, public: Iterable[str]) -> frozenset[str]:
         for v in model.data_vars
         if v.name in public
         and v.name not in declared_observed
-        and any(_same_array(v.get_value(borrow=True), r) for r in records)
+        and any(np.size(r) > 1 and same_values(v.get_value(borrow=True), r) for r in records)
     )
     if declared_observed:
         raise NonPrivateModelError(
@@ -168,12 +169,6 @@ def validate_public(model: pm.Model, public: Iterable[str]) -> frozenset[str]:
             "mechanism protects: they cannot be declared public. Nothing was released."
         )
     return public
-
-
-def _same_array(a, b) -> bool:
-    """True when two arrays hold the same values (a public copy of the records)."""
-    a, b = np.asarray(a), np.asarray(b)
-    return a.size > 1 and a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def classify_inputs(

@@ -64,6 +64,7 @@ from pymc_dp.graph.reading import (
     record_values,
     reject_imputation,
     require_as_is,
+    same_values,
     split_parameter,
     unsupported_likelihood,
     variable_value,
@@ -359,10 +360,7 @@ class _RecordArrays:
 def _same_array(a: Variable, a_values, b: Variable, b_values) -> bool:
     """Whether two record arrays are one array: the same graph variable or container, or
     equal values (a copy of the same records)."""
-    if a is b:
-        return True
-    a_values, b_values = np.asarray(a_values), np.asarray(b_values)
-    return a_values.shape == b_values.shape and bool(np.array_equal(a_values, b_values))
+    return a is b or same_values(a_values, b_values)
 
 
 def _refuse_shared_records(groups, records: Mapping[str, _RecordArrays]) -> None:

@@ -78,6 +78,7 @@ from pymc_dp.graph.reading import (
     likelihoods,
     record_values,
     require_as_is,
+    same_values,
     strip_expand_dims,
     variable_value,
     wrapped_parameter,
@@ -297,10 +298,11 @@ class NormalFamily(SecondMomentFamily):
                 raise wrapped_parameter(name, "mean", deterministic)
             return self._recognise_cells(model, name, mu, sigma, values, declarations)
         container = require_as_is(values, name, OBSERVED)
+        parameters = {"mu": mu, "sigma": sigma}
+        # before the bounds: a parameter read from the records is refused whatever is declared
+        refuse_parameters_reading_records(name, parameters, [container])
         bounds = required_bounds(declarations.data_bounds, name, name, "values")
         data = record_values(values, name, OBSERVED).reshape(-1)
-        parameters = {"mu": mu, "sigma": sigma}
-        refuse_parameters_reading_records(name, parameters, [container])
         structure = BoundedStructure(
             observed=name,
             family=self,
@@ -345,7 +347,9 @@ class NormalFamily(SecondMomentFamily):
                 )
                 raise unsupported(name, found)
             found_cells[role] = cells
-        if len(found_cells) == 2 and found_cells["mean"].labels != found_cells["sd"].labels:
+        if len(found_cells) == 2 and not _same_labels(
+            found_cells["mean"].labels, found_cells["sd"].labels, name
+        ):
             raise NonPrivateModelError(
                 f"{name}: its Normal mean and sd read different group labels (or the same in "
                 "another order); read both per the same labels, e.g. theta[g] and sigma[g]. "
@@ -357,6 +361,12 @@ class NormalFamily(SecondMomentFamily):
                 f"{name}: records in a Dask collection are not supported for a Normal read per "
                 "group; give the records in memory. Nothing was released."
             )
+        # the labels may not be the records themselves (a parameter that reads its own values);
+        # refused before the bounds are looked up, whatever is declared
+        refuse_parameters_reading_records(name, {"mean": mu, "sigma": sigma}, [container])
+        for role, key, param in (("mean", "mean", mu), ("sigma", "sd", sigma)):
+            if key not in found_cells:  # a scalar may not read the labels either
+                refuse_parameters_reading_records(name, {role: param}, list(cells.labels))
         bounds = required_bounds(declarations.data_bounds, name, name, "values")
         data = record_values(values, name, OBSERVED).reshape(-1)
         parameters = {
@@ -372,11 +382,6 @@ class NormalFamily(SecondMomentFamily):
                     f"{name}: its Normal sigma per group is a constant with values that are not "
                     "finite and > 0. Nothing was released."
                 )
-        # the labels may not be the records themselves (a parameter that reads its own values)
-        refuse_parameters_reading_records(name, {"mean": mu, "sigma": sigma}, [container])
-        for role, key, param in (("mean", "mean", mu), ("sigma", "sd", sigma)):
-            if key not in found_cells:  # a scalar may not read the labels either
-                refuse_parameters_reading_records(name, {role: param}, list(cells.labels))
         structure = BoundedStructure(
             observed=name,
             family=self,
@@ -544,6 +549,17 @@ class NormalFamily(SecondMomentFamily):
         what = "(Σu, Σu²)" if neighbouring == "replace-one" else "(n, Σu, Σu²)"
         public = "; n public" if neighbouring == "replace-one" else ""
         return f"normal sufficient statistics {what} of {unit}{public}; {split}"
+
+
+def _same_labels(first: tuple, second: tuple, name: str) -> bool:
+    """Whether a mean and an sd read the same label arrays in the same order: the same graph
+    variables, or equal values (one NumPy array indexed twice becomes two constants)."""
+    def values(label):
+        return record_values(label, name, "group labels")
+
+    return len(first) == len(second) and all(
+        a is b or same_values(values(a), values(b)) for a, b in zip(first, second, strict=True)
+    )
 
 
 _LIKELIHOOD = likelihoods(("normal",))

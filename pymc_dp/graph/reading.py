@@ -51,6 +51,7 @@ __all__ = [
     "reject_imputation",
     "require_as_is",
     "rv_shape",
+    "same_values",
     "split_parameter",
     "strip_expand_dims",
     "unsupported_likelihood",
@@ -117,6 +118,14 @@ def variable_value(variable: Variable) -> np.ndarray:
     if isinstance(variable, SharedVariable):
         return np.asarray(variable.get_value(borrow=False))
     return np.asarray(variable.eval())
+
+
+def same_values(a, b) -> bool:
+    """Whether two arrays hold the same values in the same shape (a copy of the same records,
+    or one NumPy array wrapped twice as graph constants). Compares private values: the
+    answer is used to refuse or accept a model, never printed."""
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
 def rv_shape(model: pm.Model, rv: Variable) -> tuple[int, ...]:

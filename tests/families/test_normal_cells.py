@@ -241,6 +241,46 @@ def test_a_mean_and_a_sigma_read_by_different_labels_are_refused():
     assert len(ledger) == 0
 
 
+def test_one_numpy_label_array_indexed_twice_is_the_same_labels_for_mean_and_sigma():
+    """``theta[G]`` and ``sigma[G]`` with one NumPy array make two graph constants: the same
+    labels by value, read per cell (an adversarial review found them called different)."""
+
+    def build():
+        theta = pm.Normal("theta", 0.0, 3.0, shape=3)
+        sigma = pm.HalfNormal("sigma", 2.0, shape=3)
+        pm.Normal("y", mu=theta[G], sigma=sigma[G], observed=Y)
+
+    _, link = _link(build)
+    assert link.structure.grouped and link.structure.n_groups == 3
+    theta, sigma = np.array([0.3, 1.7, 2.2]), np.array([0.8, 1.3, 2.1])
+    loglik = link.structure.family.plugin_log_likelihood(
+        {"mu": pt.as_tensor(theta), "sigma": pt.as_tensor(sigma)},
+        pt.as_tensor(link.statistics()),
+        link.structure,
+    )
+    assert float(loglik.eval()) == pytest.approx(
+        stats.norm.logpdf(Y, theta[G], sigma[G]).sum(), rel=1e-10
+    )
+
+
+def test_equal_label_values_in_another_order_are_still_refused():
+    """Two label arrays of equal values compared position by position: (g, h) against (h, g)
+    is refused unless g equals h."""
+
+    def build():
+        h = (G + 1) % 3
+        a = pm.Normal("a", 0.0, 3.0, shape=(3, 3))
+        s = pm.HalfNormal("s", 2.0, shape=(3, 3))
+        pm.Normal("y", mu=a[G, h], sigma=s[h, G], observed=Y)
+
+    with pm.Model() as model:
+        build()
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match="mean and sd read different group labels"):
+        pymc_dp.sample(epsilon=1.0, data_bounds={"y": BOUNDS}, model=model, ledger=ledger)
+    assert len(ledger) == 0
+
+
 def test_a_constant_sigma_per_group_that_is_not_positive_is_refused_before_the_release():
     with pm.Model() as model:
         labels = pm.Data("g", G)
@@ -375,3 +415,18 @@ def test_building_the_noise_aware_group_means_model_warns_that_sigma_is_not_yet_
             "replace-one",
         )
     assert str(caught[0].message).startswith("y: group means are new")
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_an_sd_read_from_the_records_is_refused_as_such_even_with_a_mis_keyed_bound(grouped):
+    """The refusal that no declaration can fix comes first: an sd computed from the records
+    is named as reading them, not as a missing bound (``data_bounds`` keyed by another
+    name). An adversarial review found the missing-bound message."""
+    with pm.Model() as model:
+        records = pm.Data("y_data", Y)
+        mean = pm.Normal("theta", 0.0, 3.0, shape=3)[pm.Data("g", G)] if grouped else 0.0
+        pm.Normal("y", mu=mean, sigma=pt.std(records) + 0.1, observed=records)
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match="reads the likelihood's own records"):
+        pymc_dp.sample(epsilon=1.0, data_bounds={"Y": BOUNDS}, model=model, ledger=ledger)
+    assert len(ledger) == 0
