@@ -50,7 +50,9 @@ from pymc_dp.families.bounded import (
     to_unit_interval,
 )
 from pymc_dp.families.recognition import (
+    cell_covariates,
     cell_labels,
+    covariate_bins_of,
     refuse_parameters_reading_records,
     refuse_unusable_constant_sigma,
     required_bounds,
@@ -229,7 +231,8 @@ class NormalFamily(SecondMomentFamily):
 
     Statistics (n, Σw, Σw²) of w = (x − a)/(b − a) − ½ (see the module docstring); per cell
     of the labels when μ is read per group (``theta[g]``, ``mu + tau * z[g]``,
-    ``a[g1] + b[g2]``: :func:`pymc_dp.graph.cells.cell_parameter`).
+    ``a[g1] + b[g2]``: :func:`pymc_dp.graph.cells.cell_parameter`), and of the levels of any
+    whole-number covariate μ reads (``a[g] + b * floor``: one more axis of cells, exact).
 
     **Per cell.** Labels are private, so every cell's count n_c is released with its sums,
     with ε split by ``CELL_SHARES`` (n 20%, Σw 30%, Σw² 50%), weights
@@ -250,8 +253,9 @@ class NormalFamily(SecondMomentFamily):
     likelihood = "normal"
     pattern = (
         "Normal(mu, sigma), each a scalar graph or group-level values picked by group labels "
-        "(theta[group], mu + tau * z[group], a[g1] + b[g2], sigma[group]), with data_bounds on "
-        "the values"
+        "(theta[group], mu + tau * z[group], a[g1] + b[g2], sigma[group]; the mean may add "
+        "whole-number covariates read at their levels, a[group] + b * floor), with data_bounds "
+        "on the values and covariates"
     )
     source = (
         "Bernstein & Sheldon 2018 (NeurIPS), §3: Laplace mechanism on the sufficient "
@@ -317,36 +321,65 @@ class NormalFamily(SecondMomentFamily):
         labels (``theta[g]``, ``mu + tau * z[g]``, ``a[g1] + b[g2]``, ``sigma[g]``; the other a
         scalar, or both reading the same labels): the per-cell (n_c, Σu_c, Σu²_c) of
         this family, one row per cell
-        (:func:`~pymc_dp.graph.cells.cell_parameter`). A mean that reads per-record
-        covariates other than ``X @ beta (+ alpha)`` is refused: averaged over a bin it is not
-        the mean of a Normal; so is an sd that reads any."""
+        (:func:`~pymc_dp.graph.cells.cell_parameter`). The mean may also read per-record
+        covariates at their whole-number levels (``a[county] + b * floor``, declared with
+        ``data_bounds`` and ``covariate_bins={"floor": "levels"}``, the default for an integer
+        array): each level is a cell, exactly. A covariate cut into bins is refused (within a
+        bin the records are a mixture of Normals, not the Normal of its midpoint), as is an sd
+        that reads any covariate or an sd per group beside a mean that reads covariates."""
         container = require_as_is(values, name, OBSERVED)
         n_records = record_length(container.reshape((-1,)))
         found_cells = {}
         for role, param in (("mean", mu), ("sd", sigma)):
             if param.ndim == 0:
                 continue
+            bins = {}
             if record_covariates(param, model, n_records):
-                found = (
-                    f"a Normal whose {role} reads per-record covariates in another form than "
-                    f"X @ beta (+ alpha) for the mean: {describe_graph(param)}"
+                if role == "sd":
+                    found = (
+                        "a Normal whose sd reads per-record covariates (one sd, or one per "
+                        f"group, is supported): {describe_graph(param)}"
+                    )
+                    raise unsupported(name, found)
+                bins = covariate_bins_of(
+                    model,
+                    name,
+                    param,
+                    n_records,
+                    declarations.data_bounds,
+                    declarations.covariate_bins,
                 )
-                raise unsupported(name, found)
+                cut = sorted(b.key for b in bins.values() if not np.all(b.levels))
+                if cut:
+                    found = (
+                        "a Normal whose mean reads per-record covariates in another form than "
+                        f"X @ beta (+ alpha), with {cut} cut into bins: within a bin the records "
+                        "are a mixture of Normals, not the Normal of the bin's midpoint. Read a "
+                        "whole-number covariate at its levels "
+                        "(covariate_bins={key: 'levels'}), or a continuous one as X @ beta + alpha "
+                        f"(linear regression): {describe_graph(param)}"
+                    )
+                    raise unsupported(name, found)
             try:
-                cells = cell_parameter(param, model, name, n_records)
+                cells = cell_parameter(param, model, name, n_records, bins=bins)
             except NonPrivateModelError as error:
                 found = (
                     f"a Normal whose {role} is neither a scalar, nor group-level values picked by "
                     f"group labels ({error}): {describe_graph(param)}"
                 )
                 raise unsupported(name, found) from None
-            if not cells.labels:
+            if not cells.labels and not cells.covariates:
                 found = (
                     f"a Normal whose {role} varies by record without group labels: "
                     f"{describe_graph(param)}"
                 )
                 raise unsupported(name, found)
             found_cells[role] = cells
+        if len(found_cells) == 2 and found_cells["mean"].covariates:
+            raise NonPrivateModelError(
+                f"{name}: its Normal sd is read per group while its mean reads per-record "
+                "covariates; give the Normal one sd (a scalar). Nothing was released."
+            )
         if len(found_cells) == 2 and not _same_labels(
             found_cells["mean"].labels, found_cells["sd"].labels, name
         ):
@@ -356,6 +389,7 @@ class NormalFamily(SecondMomentFamily):
                 "Nothing was released."
             )
         cells = found_cells.get("mean") or found_cells["sd"]
+        keys = tuple(b.key for b in cells.covariate_bins)
         if dask_records(container) is not None:
             raise NonPrivateModelError(
                 f"{name}: records in a Dask collection are not supported for a Normal read per "
@@ -365,8 +399,9 @@ class NormalFamily(SecondMomentFamily):
         # refused before the bounds are looked up, whatever is declared
         refuse_parameters_reading_records(name, {"mean": mu, "sigma": sigma}, [container])
         for role, key, param in (("mean", "mean", mu), ("sigma", "sd", sigma)):
-            if key not in found_cells:  # a scalar may not read the labels either
-                refuse_parameters_reading_records(name, {role: param}, list(cells.labels))
+            if key not in found_cells:  # a scalar may not read the labels or covariates either
+                readers = [*cells.labels, *cells.covariates]
+                refuse_parameters_reading_records(name, {role: param}, readers)
         bounds = required_bounds(declarations.data_bounds, name, name, "values")
         data = record_values(values, name, OBSERVED).reshape(-1)
         parameters = {
@@ -389,11 +424,13 @@ class NormalFamily(SecondMomentFamily):
             parameters=parameters,
             n_groups=cells.n_cells,
             grouped=True,
-            clamp=frozenset(k for k in declarations.clamp if k == name),
+            clamp=frozenset(k for k in declarations.clamp if k in (name, *keys)),
             label_sizes=cells.sizes,
+            covariate_bins=cells.covariate_bins,
         )
-        link = BoundedLink(structure, data, groups=cell_labels(cells, name))
-        return BoundedFound(link, tuple(cells.labels), (name,))
+        groups, covariates = cell_labels(cells, name), cell_covariates(cells, name)
+        link = BoundedLink(structure, data, groups=groups, covariates=covariates)
+        return BoundedFound(link, (*cells.labels, *cells.covariates), (name, *keys))
 
     # --- statistics, sensitivity, likelihoods ----------------------------------------------
 

@@ -309,6 +309,116 @@ def test_a_mean_with_a_nonlinear_covariate_term_is_refused_as_unsupported():
     assert len(ledger) == 0 and "Nothing was released" in str(e.value)
 
 
+def _levels_model(sd="scalar", floor=H):
+    """Varying intercepts and a whole-number covariate (the radon model's floor indicator)."""
+
+    def build():
+        labels, f = pm.Data("g", G), pm.Data("floor", floor)
+        a = pm.Normal("a", 0.0, 3.0, shape=3)
+        b = pm.Normal("b", 0.0, 1.0)
+        sigma = pm.HalfNormal("sigma", 2.0, shape=3)[labels] if sd == "group" else 1.3
+        if sd == "covariate":
+            sigma = pm.HalfNormal("s", 2.0) * (1.0 + f)
+        pm.Normal("y", mu=a[labels] + b * f, sigma=sigma, observed=Y)
+
+    return build
+
+
+def test_a_mean_reading_a_covariate_at_its_levels_is_read_per_cell_exactly():
+    """``a[g] + b * floor`` (floor an integer 0/1 array): one cell per (group, level), and the
+    plug-in likelihood of the per-cell statistics is the records' log-likelihood."""
+    model, link = _link(_levels_model(), data_bounds={"y": BOUNDS, "floor": (0, 1)})
+    structure = link.structure
+    assert structure.grouped and structure.n_groups == 6 and structure.label_sizes == (3, 2)
+    assert [b.key for b in structure.covariate_bins] == ["floor"]
+    a, b = np.array([0.3, 1.7, 2.2]), -0.8
+    means = (a[:, None] + b * np.array([0.0, 1.0])[None, :]).reshape(-1)  # cell g·2 + level
+    loglik = structure.family.plugin_log_likelihood(
+        {"mu": pt.as_tensor(means), "sigma": pt.as_tensor(1.3)},
+        pt.as_tensor(link.statistics()),
+        structure,
+    )
+    expected = stats.norm.logpdf(Y, a[G] + b * H, 1.3).sum()
+    assert float(loglik.eval()) == pytest.approx(expected, rel=1e-10)
+    # the cell graph is the model's mean at each (group, level)
+    graph = pytensor.function(
+        [model["a"], model["b"]], structure.parameters["mu"], on_unused_input="ignore"
+    )
+    assert np.allclose(graph(a, b), means)
+
+
+def test_a_covariate_level_outside_its_bounds_is_refused_before_the_release():
+    with pm.Model() as model:
+        _levels_model(floor=np.where(H == 1, 2, 0))()
+    ledger = PrivacyLedger()
+    with pytest.raises(pymc_dp.InvalidPrivateDataError, match="floor"):
+        pymc_dp.sample(
+            epsilon=1.0,
+            data_bounds={"y": BOUNDS, "floor": (0, 1)},
+            model=model,
+            ledger=ledger,
+        )
+    assert len(ledger) == 0
+
+
+@pytest.mark.parametrize(
+    ("sd", "floor", "match"),
+    [
+        ("scalar", H + 0.0, r"\['floor'\] cut into bins"),
+        ("group", H, "sd is read per group while its mean reads per-record covariates"),
+        ("covariate", H, "sd reads per-record covariates"),
+        ("scalar", H, "bound data_bounds\\['floor'\\] = \\(low, high\\) is missing"),
+    ],
+)
+def test_normal_covariate_forms_that_are_not_exact_are_refused_with_nothing_charged(
+    sd, floor, match
+):
+    with pm.Model() as model:
+        _levels_model(sd=sd, floor=floor)()
+    bounds = {"y": BOUNDS} if "missing" in match else {"y": BOUNDS, "floor": (0, 1)}
+    ledger = PrivacyLedger()
+    with pytest.raises(NonPrivateModelError, match=match) as error:
+        pymc_dp.sample(epsilon=1.0, data_bounds=bounds, model=model, ledger=ledger)
+    assert len(ledger) == 0 and "Nothing was released" in str(error.value)
+
+
+@pytest.mark.integration
+def test_at_a_large_epsilon_varying_intercepts_with_a_level_covariate_match_pm_sample():
+    """The radon model's form, a[g] + b * floor: at ε = 10⁴ the private posterior of a, b
+    and σ is pm.sample's on the raw records (5 Monte Carlo SEs, sds within 15%)."""
+    rng = np.random.default_rng(11)
+    g, f = rng.integers(0, 3, 400), rng.integers(0, 2, 400)
+    y = np.clip(rng.normal(np.array([0.5, 1.5, 2.5])[g] - 0.7 * f, 0.9), *BOUNDS)
+
+    def build():
+        a = pm.Normal("a", 0.0, 3.0, shape=3)
+        b = pm.Normal("b", 0.0, 1.0)
+        sigma = pm.HalfNormal("sigma", 2.0)
+        pm.Normal("y", mu=a[pm.Data("g", g)] + b * pm.Data("floor", f), sigma=sigma, observed=y)
+
+    options = dict(draws=1000, tune=1000, chains=2, cores=1, random_seed=2, progressbar=False)
+    with pm.Model():
+        build()
+        private = pymc_dp.sample(
+            epsilon=1e4,
+            data_bounds={"y": BOUNDS, "floor": (0, 1)},
+            noise_backend="numpy",
+            noise_rng=np.random.default_rng(3),
+            **options,
+        )
+    with pm.Model():
+        build()
+        exact = pm.sample(**options)
+    assert int(private["sample_stats"]["diverging"].sum()) == 0
+    for name in ("a", "b", "sigma"):
+        dp = private["posterior"][name].values.reshape(2000, -1)
+        np_ = exact["posterior"][name].values.reshape(2000, -1)
+        error = np.sqrt(dp.var(0) / 200 + np_.var(0) / 200)
+        assert np.all(np.abs(dp.mean(0) - np_.mean(0)) < 5 * error), name
+        assert np.all(np.abs(dp.std(0) / np_.std(0) - 1) < 0.15), name
+    assert "floor" not in str(private["posterior"].coords)  # nothing record-level in the trace
+
+
 def _large_epsilon_against_pm_sample(build, ledger=None):
     """ε = 10⁴ and pm.sample on the raw records, same options: every θ_g and σ (scalar or per
     group) within 5 Monte Carlo standard errors (ESS ≥ 200) and sds within 15%."""
