@@ -73,6 +73,8 @@ __all__ = [
     "positive_counts",
     "record_cells",
     "record_count_initial_offset",
+    "record_count_marginal",
+    "record_count_nodes",
     "refuse_latent_name_clash",
     "tempered_record_bounds",
     "to_unit_interval",
@@ -748,6 +750,79 @@ def latent_record_count(
     jacobian = -pt.softplus(-argument)  # log sigmoid
     pm.Potential(f"{name}_n_records_release", pt.sum(noise_logp + jacobian))
     return n
+
+
+RECORD_COUNT_NODES = 16
+"""Quadrature nodes per side of a released record count in :func:`record_count_marginal`."""
+_LAGUERRE_X, _LAGUERRE_W = np.polynomial.laguerre.laggauss(RECORD_COUNT_NODES)
+_LEGENDRE_T, _LEGENDRE_W = np.polynomial.legendre.leggauss(RECORD_COUNT_NODES)
+_FAR_SCALES = 40.0  # a count released this many noise scales above 0: no truncation to mind
+_GAUSSIAN_SPAN = 8.0  # Gaussian noise: the count within ± this many σ of its release
+
+
+def record_count_nodes(released_n: Variable, scale: Variable, noise: str = "laplace"):
+    """Quadrature of a flat prior on n > 0 times the noise density of its release r.
+
+    Returns ``(nodes, log_weights)``, each (G, M): Σ_k exp(log_weights) g(nodes) ≈
+    ∫_{n>0} p(r − n) g(n) dn for any smooth g, p the noise density. Laplace(b): n = s + b·x
+    above s = max(r, 0) and n = r − b·x below r, each side a Gauss–Laguerre rule
+    (:data:`RECORD_COUNT_NODES` nodes) for the factor e^{−x}; below r, where r is under
+    40 scales from 0, a Gauss–Legendre rule on [0, r] instead (a Laguerre rule cut at
+    n = 0 would integrate a jump). Gaussian N(0, σ²): Gauss–Legendre with twice the nodes on
+    n ∈ [max(0, r − 8σ), max(r, 0) + 8σ]. Against adaptive quadrature of the Poisson
+    marginal the log error is below 3·10⁻⁴ from empty cells to 5,000 records
+    (``tests/families/test_bounded_families.py``). Built from the release and the scale
+    only (public); no gradient flows through the nodes.
+    """
+    r = pt.as_tensor(released_n)[:, None]
+    b = pt.as_tensor(scale)
+    if noise == "gaussian":
+        t = np.concatenate([_LEGENDRE_T, _LEGENDRE_T])  # 2K nodes: the halves of the span
+        v = np.concatenate([_LEGENDRE_W, _LEGENDRE_W])
+        half = np.arange(2 * RECORD_COUNT_NODES) >= RECORD_COUNT_NODES
+        low = pt.maximum(r - _GAUSSIAN_SPAN * b, 0.0)
+        high = pt.maximum(r, 0.0) + _GAUSSIAN_SPAN * b
+        middle = (low + high) / 2.0
+        start = pt.switch(half[None, :], middle, low)
+        width = (high - low) / 2.0  # each half [start, start + width]
+        nodes = start + (t[None, :] + 1.0) / 2.0 * width
+        log_weights = (
+            np.log(v / 2.0)[None, :]
+            + pt.log(width)
+            - 0.5 * pt.square((nodes - r) / b)
+            - pt.log(b * math.sqrt(2.0 * math.pi))
+        )
+        return pt.maximum(nodes, 1e-12), log_weights
+    x, w = _LAGUERRE_X[None, :], _LAGUERRE_W[None, :]
+    floor = pt.maximum(r, 0.0)
+    above = floor + b * x
+    above_log_weights = np.log(w / 2.0) - (floor - r) / b
+    depth = r / b  # how far above 0 the release is, in noise scales
+    far = pt.ge(depth, _FAR_SCALES)
+    span = pt.clip(depth, 0.0, _FAR_SCALES)
+    legendre_x = (_LEGENDRE_T[None, :] + 1.0) / 2.0 * span
+    below = pt.switch(far, r - b * x, r - b * legendre_x)
+    below_log_weights = pt.switch(
+        far,
+        np.log(w / 2.0),
+        np.log(_LEGENDRE_W / 4.0)[None, :] + pt.log(pt.maximum(span, 1e-300)) - legendre_x,
+    )
+    below_log_weights = pt.switch(pt.gt(depth, 0.0), below_log_weights, -np.inf)
+    nodes = pt.concatenate([above, pt.maximum(below, 1e-12)], axis=1)
+    log_weights = pt.concatenate([above_log_weights, below_log_weights], axis=1)
+    return nodes, log_weights
+
+
+def record_count_marginal(
+    log_likelihood, released_n: Variable, scale: Variable, noise: str = "laplace"
+) -> Variable:
+    """log ∫_{n>0} p(r − n) exp(log_likelihood(n)) dn per group (G,): a private record count
+    integrated out under a flat prior on n > 0 (:func:`record_count_nodes`), in place of a
+    latent count (:func:`latent_record_count`) that NUTS would have to sample.
+    ``log_likelihood`` maps counts (G, M) to log densities (G, M) of the rest of the release.
+    """
+    nodes, log_weights = record_count_nodes(released_n, scale, noise)
+    return pt.logsumexp(log_likelihood(nodes) + log_weights, axis=1)
 
 
 def record_count_initial_offset(released_n, scale) -> np.ndarray:

@@ -32,10 +32,12 @@ summed over every whole k within 25·c·b + 10 of the released value (the Laplac
 is below e⁻²⁵ of its peak), or within 12 Poisson sds of n_g λ_g when that window is narrower
 (:func:`poisson_laplace_log_marginal`); k ≥ 0 and, with n public, k ≤ n·c. Without that
 upper limit the same sum has a closed form in regularised incomplete gamma functions, used
-where it is accurate (:func:`poisson_laplace_closed_form`). A private n_g is latent
-(``<y>_n_records``, flat prior, continuous) and its release is Laplace(n_g, b) exactly (its
-true value is the latent itself, nothing to integrate out), sampled non-centred
-(:func:`~pymc_dp.families.bounded.latent_record_count`).
+where it is accurate (:func:`poisson_laplace_closed_form`). A private n_g (flat prior on
+n_g > 0, continuous; released as Laplace(n_g, b) exactly) is integrated out by quadrature,
+32 nodes per group (:func:`~pymc_dp.families.bounded.record_count_marginal`): NUTS samples
+the rates only. As a latent variable sampled with them (``<y>_n_records``, as the group
+means keep it) it made a Poisson regression's NUTS take 26 leapfrog steps per draw, against
+3.6 with the counts integrated out (n = 10⁴, 10 cells, ε = 1).
 
 With Gaussian noise (σ in unit-scale counts; :mod:`pymc_dp.mechanisms.gaussian`) the same
 sum runs against the normal density, N(c·r − k; 0, (c·σ)²)
@@ -62,9 +64,7 @@ from pymc_dp.families.bounded import (
     Declarations,
     check_bounded_values,
     check_group_labels,
-    latent_record_count,
-    positive_counts,
-    record_count_initial_offset,
+    record_count_marginal,
 )
 from pymc_dp.families.recognition import (
     cell_covariates,
@@ -269,29 +269,28 @@ class PoissonFamily(BoundedFamily):
     ) -> Variable:
         rate = self._rates(parameters, structure)
         c = structure.bounds[1]
-        if public_n is None:
-            n = latent_record_count(
-                structure.observed, released[:, 0], scale, structure.n_groups, noise
-            )
-            released_sum = released[:, 1]
-        else:
-            n, released_sum = public_n, released[:, 0]
         marginal = (
             poisson_gaussian_log_marginal if noise == "gaussian" else poisson_laplace_log_marginal
         )
-        loglik = pt.sum(marginal(released_sum * c, n * rate, scale * c, n * c, public_n))
-        return loglik if public_n is not None else positive_counts(n, loglik)
+        if public_n is not None:
+            released_sum = released[:, 0]
+            return pt.sum(
+                marginal(released_sum * c, public_n * rate, scale * c, public_n * c, public_n)
+            )
+        released_sum = released[:, 1]
 
-    def initial_values(self, release) -> dict[str, np.ndarray]:
-        """A private n_g starts where every latent count is ≥ 1
-        (:func:`~pymc_dp.families.bounded.record_count_initial_offset`)."""
-        if release.public_n is not None:
-            return {}
-        released_n = np.asarray(release.noisy, dtype=np.float64).reshape(
-            release.structure.n_groups, -1
-        )[:, 0]
-        offset = record_count_initial_offset(released_n, release.scale)
-        return {f"{release.observed}_n_records_offset": offset}
+        def given_counts(n):  # (G, M) quadrature counts → log p(released sum | n, rate)
+            m = n.shape[1]
+            values = marginal(
+                pt.repeat(released_sum * c, m),
+                (n * rate[:, None]).reshape((-1,)),
+                scale * c,
+                None,
+                None,
+            )
+            return values.reshape(n.shape)
+
+        return pt.sum(record_count_marginal(given_counts, released[:, 0], scale, noise))
 
     def describe(self, structure: BoundedStructure, neighbouring: str) -> str:
         c = structure.bounds[1]

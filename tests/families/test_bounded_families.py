@@ -642,3 +642,71 @@ def test_two_component_gradient_is_finite_at_extremes():
     for point in [(0.5, np.log(0.04)), (0.5, -30.0), (0.01, np.log(0.3)), (0.99, -12.0)]:
         out = np.array(fn(*point))
         assert np.all(np.isfinite(out)), point
+
+
+# --- a private record count integrated out (record_count_marginal) ------------------------
+
+
+def _poisson_given_counts(released_sum, rate, scale_sum):
+    r_v, n_v = pt.dvector("r"), pt.dvector("n")
+    return pytensor.function(
+        [r_v, n_v],
+        poisson_laplace_log_marginal(r_v, n_v * rate, pt.as_tensor(scale_sum), None, None),
+    )
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize(
+    ("n_true", "rate", "off"),
+    [(1000, 0.5, 1.0), (1000, 5.0, 1.02), (100, 2.0, 1.0), (10, 1.0, 1.1), (2, 1.0, 1.0),
+     (0, 1.0, 1.0), (5000, 8.0, 1.1)],
+)  # fmt: skip
+def test_a_record_count_integrated_out_matches_adaptive_quadrature(noise, n_true, rate, off):
+    """∫_{n>0} p(r − n) Σ_k Poisson(k; nλ) Laplace(R − k) dn by the fixed rule against
+    scipy.integrate.quad, from empty cells to 5,000 records and at rates 2-10% off the
+    truth: log error below 3e-4 (the docstring's claim)."""
+    from pymc_dp.families.bounded import record_count_marginal
+
+    b, c = 4.0, 10.0
+    rng = np.random.default_rng(1)
+    draw = rng.laplace if noise == "laplace" else rng.normal
+    r0 = n_true + draw(0.0, b)
+    r1 = rng.poisson(n_true * rate) / c + rng.laplace(0.0, b)
+    given = _poisson_given_counts(np.array([r1 * c]), rate * off, b * c)
+
+    def density(n):
+        noise_pdf = stats.laplace.pdf if noise == "laplace" else stats.norm.pdf
+        return noise_pdf(r0, n, b) * np.exp(given(np.array([r1 * c]), np.array([n]))[0] - peak)
+
+    peak = given(np.array([r1 * c]), np.array([max(r0, 1.0)]))[0]
+    low, high = 0.0, max(r0, 0.0) + 60 * b
+    exact, _ = integrate.quad(density, low, high, points=[max(r0, 1e-9)], limit=500)
+    rule = record_count_marginal(
+        lambda n: poisson_laplace_log_marginal(
+            pt.repeat(pt.as_tensor([r1 * c]), n.shape[1]),
+            (n * rate * off).reshape((-1,)),
+            pt.as_tensor(b * c),
+            None,
+            None,
+        ).reshape(n.shape),
+        pt.as_tensor(np.array([r0])),
+        pt.as_tensor(b),
+        noise,
+    )
+    assert float(rule.eval()[0]) == pytest.approx(np.log(exact) + peak, abs=3e-4)
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+@pytest.mark.parametrize("released", [-30.0, -3.0, 0.0, 0.4, 7.0, 150.0, 1e6])
+def test_record_count_weights_are_the_noise_mass_on_positive_counts(noise, released):
+    """With g ≡ 1 the rule gives Pr(n > 0) under the noise density centred at the release,
+    and every node is a positive count."""
+    from pymc_dp.families.bounded import record_count_nodes
+
+    scale = 2.5
+    nodes, log_weights = record_count_nodes(pt.as_tensor([released]), pt.as_tensor(scale), noise)
+    nodes, log_weights = nodes.eval(), log_weights.eval()
+    assert np.all(nodes > 0)
+    law = stats.laplace if noise == "laplace" else stats.norm
+    expected = law.sf(0.0, released, scale)
+    assert np.exp(special.logsumexp(log_weights)) == pytest.approx(expected, rel=1e-6, abs=1e-12)

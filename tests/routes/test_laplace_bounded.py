@@ -69,7 +69,7 @@ def regression_model(n=400, seed=0):
 BUILDERS = {"normal": normal_model, "poisson": poisson_model, "regression": regression_model}
 LATENT = {
     "normal": set(),  # the exact two-component likelihood: no latent variable
-    "poisson": {"y_n_records", "y_n_records_offset"},  # grouped: n_g private
+    "poisson": set(),  # grouped: the private n_g integrated out by quadrature
     "regression": {
         "y_noise_variance",
         "y_covariate_mean",
