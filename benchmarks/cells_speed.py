@@ -7,7 +7,10 @@ The models users write most (issue: "the models PyMC users write"), for n record
 * ``logistic-regression``: the same with a slope on a private covariate x ~ U[−1, 1] (declared
   bounds, 10 bins) and on a private 0/1 indicator (read at its levels): 8 × 10 × 2 cells;
 * ``poisson-regression``: y_i ~ Poisson(exp(α + β x_i)), counts declared in [0, 10], x in
-  10 bins.
+  10 bins;
+* ``group-means``: the radon model's form, y_i ~ Normal(a_{g_i} + b d_i, σ) with a_g = μ + τ z_g
+  (G = 8, private labels) and a private 0/1 indicator d read at its levels (16 cells), values
+  declared in [−6, 6].
 
 ``pm.sample`` on the raw model and ``pymc_dp.sample`` (ε = 1, noise-aware) are each called
 twice on a newly written model of the same structure (the second call reuses the compiled
@@ -30,7 +33,7 @@ import pymc as pm
 import pymc_dp
 
 GROUPS = 8
-MODELS = ("varying-intercept", "logistic-regression", "poisson-regression")
+MODELS = ("varying-intercept", "logistic-regression", "poisson-regression", "group-means")
 
 
 def simulate(name: str, n: int, rng: np.random.Generator) -> dict:
@@ -40,6 +43,8 @@ def simulate(name: str, n: int, rng: np.random.Generator) -> dict:
     z = rng.normal(size=GROUPS)
     if name == "poisson-regression":
         y = np.minimum(rng.poisson(np.exp(0.5 + 0.8 * x)), 10)
+    elif name == "group-means":
+        y = np.clip(rng.normal(0.5 + 0.8 * z[g] - 0.7 * d, 1.0), -6.0, 6.0)
     elif name == "logistic-regression":
         y = rng.binomial(1, 1.0 / (1.0 + np.exp(-(-0.5 + 0.8 * z[g] + 1.2 * x - 0.7 * d))))
     else:
@@ -58,6 +63,11 @@ def build(name: str, data: dict) -> tuple[pm.Model, dict]:
         labels = pm.Data("g", data["g"])
         mu, tau = pm.Normal("mu", 0.0, 1.5), pm.HalfNormal("tau", 1.0)
         z = pm.Normal("z", shape=GROUPS)
+        if name == "group-means":
+            d, b = pm.Data("d", data["d"]), pm.Normal("b", 0.0, 2.0)
+            sigma = pm.HalfNormal("sigma", 2.0)
+            pm.Normal("y", mu=mu + tau * z[labels] + b * d, sigma=sigma, observed=data["y"])
+            return model, {"data_bounds": {"y": (-6, 6), "d": (0, 1)}}
         logit_p = mu + tau * z[labels]
         declarations = {}
         if name == "logistic-regression":

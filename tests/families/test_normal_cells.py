@@ -524,7 +524,7 @@ def test_building_the_noise_aware_group_means_model_warns_that_sigma_is_not_yet_
             structure,
             "replace-one",
         )
-    assert str(caught[0].message).startswith("y: group means are new")
+    assert str(caught[0].message).startswith("y: group means are not yet shown calibrated")
 
 
 @pytest.mark.parametrize("grouped", [False, True])

@@ -51,7 +51,7 @@ TOLERANCE = 1e-12  # relative, for floating-point sums of a few terms
 SHARES = np.array([0.2, 0.3, 0.5])  # n, Σw, Σw² (docs/user_guide/models.md)
 RANGES = np.array([1.0, 0.5, 0.25])  # one record moves n by 1, |w| ≤ ½, w² ≤ ¼
 WEIGHTS = SHARES / RANGES  # (0.2, 0.6, 2)
-CALIBRATION_WARNING = "y: group means are new"  # σ not yet shown calibrated: not privacy
+CALIBRATION_WARNING = "y: group means are not yet shown calibrated"  # σ: not privacy
 STATED_SENSITIVITY = {"replace-one": 2.0, "add-remove-one": 1.0}  # docs: L1, per relation
 
 _RNG = np.random.default_rng(20261207)
