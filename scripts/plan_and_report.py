@@ -20,7 +20,11 @@
      n = 1,000, ε ∈ {0.1, 1} (``docs/results/cells_calibration.csv``, 100 data sets);
    * ``group-means``: the Normal group-means model of ``scripts/group_means_calibration.py``,
      n = 2,000, ε = 1 (that script writes no table: its printed mean widths over 24 data sets
-     are :data:`GROUP_MEANS_STUDY`).
+     are :data:`GROUP_MEANS_STUDY`);
+   * ``poisson-regression``: the Poisson regression of ``scripts/glm_calibration.py`` (log
+     link, x in 10 bins, counts in [0, 10] clamped), n = 1,000, ε ∈ {0.1, 1}
+     (``docs/results/glm_calibration.csv``, 50 data sets); its covariate is private: the plan
+     gets one stand-in drawn as the study draws x (uniform on [−1, 1]), with its own seed.
 
    The group labels are private: the plan gets stand-ins drawn as the studies draw them
    (uniform over the groups), with their own seeds. The group log-odds and means θ_g are
@@ -43,6 +47,7 @@ import time
 from pathlib import Path
 
 import cells_calibration
+import glm_calibration
 import group_means_calibration
 import numpy as np
 import pandas as pd
@@ -60,6 +65,7 @@ DESIGNS = (
     "linear-regression-designs",
     "cells",
     "group-means",
+    "poisson-regression",
 )
 COLUMNS = [
     "family",
@@ -334,6 +340,33 @@ def _group_means() -> list[dict]:
     return rows
 
 
+def _poisson_regression() -> list[dict]:
+    n = 1000
+    _, covariates, y = glm_calibration.simulate("poisson", n, np.random.default_rng(0))
+    stand_in = np.random.default_rng(24).uniform(-1.0, 1.0, (n, 1))  # as the study draws x
+    study = pd.read_csv(RESULTS / "glm_calibration.csv")
+    study = study[
+        (study["design"] == "poisson") & (study["n"] == n) & (study["method"] == "noise-aware")
+    ]
+    table, run = _timed_plan(
+        [0.1, 1.0],
+        model=glm_calibration.model("poisson", covariates, y),
+        data={"X": stand_in},
+        datasets=20,
+        draws=500,
+        tune=500,
+        random_seed=6,
+        **glm_calibration.declarations("poisson"),
+    )
+    rows = []
+    for name, label in (("alpha", "alpha"), ("beta[0]", "beta[0]")):
+        for row in table[table["parameter"] == name].itertuples():
+            cell = study[(study["epsilon"] == row.epsilon) & (study["parameter"] == label)]
+            realised, count = cell["width"].mean(), len(cell)
+            rows.append(_row("poisson-regression", name, n, row.epsilon, row, realised, count, run))
+    return rows
+
+
 RUNS = {
     "beta-bernoulli": _beta_bernoulli,
     "normal": _normal,
@@ -341,6 +374,7 @@ RUNS = {
     "linear-regression-designs": _linear_regression_designs,
     "cells": _cells,
     "group-means": _group_means,
+    "poisson-regression": _poisson_regression,
 }
 
 
