@@ -766,7 +766,7 @@ def record_count_nodes(released_n: Variable, scale: Variable, noise: str = "lapl
     Returns ``(nodes, log_weights)``, each (G, M): Σ_k exp(log_weights) g(nodes) ≈
     ∫_{n>0} p(r − n) g(n) dn for any smooth g, p the noise density. Laplace(b): n = s + b·x
     above s = max(r, 0) and n = r − b·x below r, each side a Gauss–Laguerre rule
-    (:data:`RECORD_COUNT_NODES` nodes) for the factor e^{−x}; below r, where r is under
+    (``RECORD_COUNT_NODES`` nodes) for the factor e^{−x}; below r, where r is under
     40 scales from 0, a Gauss–Legendre rule on [0, r] instead (a Laguerre rule cut at
     n = 0 would integrate a jump). Gaussian N(0, σ²): Gauss–Legendre with twice the nodes on
     n ∈ [max(0, r − 8σ), max(r, 0) + 8σ]. Against adaptive quadrature of the Poisson
