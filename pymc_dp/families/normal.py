@@ -25,7 +25,6 @@ per cell of private group labels (group means, :class:`NormalFamily`) releases
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -538,14 +537,6 @@ class NormalFamily(SecondMomentFamily):
             return super().noise_aware_log_likelihood(
                 parameters, released, scale, public_n, structure, neighbouring, noise
             )
-        warnings.warn(
-            f"{structure.observed}: group means are not yet shown calibrated for σ: in the "
-            "study of docs/calibration.md (G = 8, ε = 1, parameters from the prior) σ's 90% "
-            "intervals covered 0.958 of 24 at n = 2,000 but 0.81 of 48 at n = 10,000 (the group "
-            "means 0.88, μ 0.90); read σ's interval with care.",
-            UserWarning,
-            stacklevel=2,
-        )
         cells = structure.n_groups
         c0, c1, c2 = self.weights(structure, neighbouring)
         n = latent_record_count(structure.observed, released[:, 0] / c0, scale / c0, cells, noise)

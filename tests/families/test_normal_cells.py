@@ -511,22 +511,6 @@ def test_a_refusal_of_a_per_record_mean_does_not_print_the_number_of_records():
     assert "37" not in str(raised.value)
 
 
-def test_building_the_noise_aware_group_means_model_warns_that_sigma_is_not_yet_calibrated():
-    """docs/calibration.md: σ under-covered at n = 10⁴; every run says so (no value named)."""
-    _, link = _link(_group_means("index"))
-    structure = link.structure
-    with pm.Model(), pytest.warns(UserWarning, match="not yet shown calibrated for σ") as caught:
-        structure.family.noise_aware_log_likelihood(
-            {"mu": pt.as_tensor(np.zeros(3)), "sigma": pt.as_tensor(1.0)},
-            pt.as_tensor(np.ones((3, 3))),
-            pt.as_tensor(1.0),
-            None,
-            structure,
-            "replace-one",
-        )
-    assert str(caught[0].message).startswith("y: group means are not yet shown calibrated")
-
-
 @pytest.mark.parametrize("grouped", [False, True])
 def test_an_sd_read_from_the_records_is_refused_as_such_even_with_a_mis_keyed_bound(grouped):
     """The refusal that no declaration can fix comes first: an sd computed from the records

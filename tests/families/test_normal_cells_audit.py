@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +50,6 @@ TOLERANCE = 1e-12  # relative, for floating-point sums of a few terms
 SHARES = np.array([0.2, 0.3, 0.5])  # n, Σw, Σw² (docs/user_guide/models.md)
 RANGES = np.array([1.0, 0.5, 0.25])  # one record moves n by 1, |w| ≤ ½, w² ≤ ¼
 WEIGHTS = SHARES / RANGES  # (0.2, 0.6, 2)
-CALIBRATION_WARNING = "y: group means are not yet shown calibrated"  # σ: not privacy
 STATED_SENSITIVITY = {"replace-one": 2.0, "add-remove-one": 1.0}  # docs: L1, per relation
 
 _RNG = np.random.default_rng(20261207)
@@ -164,8 +162,7 @@ def _release(data, neighbouring, broken: str = "") -> Run:
     """``pymc_dp.sample`` on ``data`` up to ``pm.sample`` (stubbed), with the spy."""
     draws: list[Draw] = []
     ledger = PrivacyLedger()
-    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", CALIBRATION_WARNING, UserWarning)
+    with pytest.MonkeyPatch.context() as patch:
         _spy_on_the_noise(patch, draws, 0.5 if broken == "draw" else 1.0)
         if broken == "sensitivity":
             _halve_the_sensitivity(patch)
@@ -356,8 +353,7 @@ def test_a_sampled_trace_holds_the_release_drawn_and_its_ledger_the_drawn_scale(
     vector drawn; the exact loss of that release over the brute-force neighbours is ≤ ε and
     reaches it."""
     draws: list[Draw] = []
-    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
-        warnings.filterwarnings("ignore", CALIBRATION_WARNING, UserWarning)
+    with pytest.MonkeyPatch.context() as patch:
         _spy_on_the_noise(patch, draws)
         idata = pymc_dp.sample(
             5,
