@@ -710,3 +710,39 @@ def test_record_count_weights_are_the_noise_mass_on_positive_counts(noise, relea
     law = stats.laplace if noise == "laplace" else stats.norm
     expected = law.sf(0.0, released, scale)
     assert np.exp(special.logsumexp(log_weights)) == pytest.approx(expected, rel=1e-6, abs=1e-12)
+
+
+def test_poisson_noise_aware_likelihood_integrates_each_private_count_at_the_release_scale():
+    """PoissonFamily's noise-aware likelihood with private per-group counts is, group by
+    group, ∫_{n>0} Laplace(r₀ − n; b) Σ_k Poisson(k; nλ) Laplace(c·r₁ − k; c·b) dn (adaptive
+    quadrature): the count's noise scale is the release's b, not another (a mutant doubling
+    it survived the other fast tests)."""
+    rng = np.random.default_rng(9)
+    groups = rng.integers(0, 3, 90)
+    counts = np.minimum(rng.poisson(np.array([0.5, 2.0, 4.0])[groups]), 7)
+    link = poisson_link(counts, groups, n_groups=3)
+    c, scale = 7.0, 1.5
+    released = POISSON.statistics(link) + rng.laplace(0.0, scale, (3, 2))
+    rates = np.array([0.6, 1.8, 4.5])
+    value = POISSON.noise_aware_log_likelihood(
+        {"rate": pt.as_tensor(rates)},
+        pt.as_tensor(released),
+        pt.as_tensor(scale),
+        None,
+        link.structure,
+        "add-remove-one",
+    ).eval()
+    k = np.arange(0, 1200)
+    expected = 0.0
+    for g in range(3):
+        r0, r1 = released[g]
+
+        def density(n, rate=rates[g], r0=r0, r1=r1):
+            poisson = stats.poisson.pmf(k, n * rate)
+            noise = stats.laplace.pdf(c * r1 - k, scale=c * scale)
+            return stats.laplace.pdf(r0 - n, scale=scale) * np.sum(poisson * noise)
+
+        top = max(r0, 0.0) + 60 * scale
+        total, _ = integrate.quad(density, 0.0, top, points=[max(r0, 1e-9)], limit=400)
+        expected += np.log(total)
+    assert float(value) == pytest.approx(expected, abs=2e-3)
