@@ -85,7 +85,14 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument(
+        "--nuts-sampler",
+        choices=("pymc", "blackjax", "nutpie"),
+        default=None,
+        help="pymc_dp.sample's nuts_sampler (default: its default)",
+    )
     args = parser.parse_args()
+    private_options = {} if args.nuts_sampler is None else {"nuts_sampler": args.nuts_sampler}
     options = dict(
         draws=args.draws,
         tune=args.tune,
@@ -109,11 +116,14 @@ def main() -> None:
                 model, declarations = build(name, data)
                 with model:
                     start = time.perf_counter()
-                    idata = pymc_dp.sample(epsilon=1.0, **declarations, **options)
+                    idata = pymc_dp.sample(
+                        epsilon=1.0, **declarations, **options, **private_options
+                    )
                     times[f"dp {call}"] = time.perf_counter() - start
                     divergences = int(idata["sample_stats"]["diverging"].sum())
+                    steps = float(idata["sample_stats"]["n_steps"].mean())
             rows.append((name, n, times, divergences))
-            print(f"{name} n={n}: {times}", flush=True)
+            print(f"{name} n={n}: {times}, private steps per draw {steps:.1f}", flush=True)
     print(
         f"{'model':>20} {'n':>8} {'pm first':>9} {'pm second':>10} {'dp first':>9} "
         f"{'dp second':>10} {'ratio 2nd':>9} {'dp div':>7}"

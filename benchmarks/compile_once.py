@@ -6,9 +6,10 @@ For the noise-aware Normal and linear-regression models of the calibration study
 * ``pm.sample`` on the user's model given the raw records, first and second call;
 * ``pymc_dp.sample`` (default inference, noise-aware), first and second call, each on a newly
   written model of the same structure (what a user re-running a script cell does); every
-  call releases afresh and is charged; with PyMC's NUTS (the default) and, when JAX and
-  BlackJAX are installed, with ``nuts_sampler="blackjax"`` (:mod:`pymc_dp.routes.blackjax_nuts`,
-  compiled once per structure);
+  call releases afresh and is charged; with PyMC's NUTS and, when installed, with
+  ``nuts_sampler="blackjax"`` (:mod:`pymc_dp.routes.blackjax_nuts`) and
+  ``nuts_sampler="nutpie"`` (:mod:`pymc_dp.routes.nutpie_nuts`), each compiled once per
+  structure (``--samplers`` picks some);
 * the ratio of each ``pymc_dp.sample``'s second call to ``pm.sample``'s second call (target
   ≤ 1.5);
 * divergences per 1,000 draws and leapfrog steps per draw (``sample_stats.n_steps``) of every
@@ -19,6 +20,7 @@ progress bar, no convergence checks. Times are wall seconds of the whole call (a
 release, private model, compilation, sampling, conversion).
 
 Run: python benchmarks/compile_once.py [--draws 1000] [--tune 1000] [--chains 2] [--n 1000]
+     [--samplers pymc blackjax nutpie]
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import pymc as pm
 import pymc_dp
 from pymc_dp.calibration.bounded import CASES
 from pymc_dp.routes.blackjax_nuts import blackjax_installed
+from pymc_dp.routes.nutpie_nuts import nutpie_installed
 
 
 def _stats(idata) -> tuple[float, float]:
@@ -88,6 +91,13 @@ def main() -> None:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--families", nargs="+", default=["normal", "linear-regression"])
+    parser.add_argument(
+        "--samplers",
+        nargs="+",
+        choices=("pymc", "blackjax", "nutpie"),
+        default=None,
+        help="pymc_dp.sample's nuts_sampler values to time (default: every one installed)",
+    )
     args = parser.parse_args()
     options = dict(
         draws=args.draws,
@@ -102,11 +112,13 @@ def main() -> None:
         f"n = {args.n}, ε = {args.epsilon:g}, {args.chains} chains × {args.draws} draws "
         f"(+ {args.tune} tune), 1 core; seconds, (divergences per 1,000 draws, steps per draw)"
     )
-    samplers = ["pymc", "blackjax"] if blackjax_installed() else ["pymc"]
+    installed = {"pymc": True, "blackjax": blackjax_installed(), "nutpie": nutpie_installed()}
+    samplers = [s for s in (args.samplers or installed) if installed[s]]
     labels = {
         "pm": "pm.sample                           ",
         "pymc": "pymc_dp.sample                      ",
         "blackjax": "pymc_dp.sample(nuts_sampler=blackjax)",
+        "nutpie": "pymc_dp.sample(nuts_sampler=nutpie)  ",
     }
     for family in args.families:
         row = run_case(family, args.n, args.epsilon, options, args.seed, samplers)

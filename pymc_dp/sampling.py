@@ -42,7 +42,12 @@ from pymc_dp.routes.laplace import (
     private_trace,
     released_statistics_dataset,
 )
-from pymc_dp.sample_options import check_route_options, is_integer, validate_sample_kwargs
+from pymc_dp.sample_options import (
+    check_route_options,
+    default_nuts_sampler,
+    is_integer,
+    validate_sample_kwargs,
+)
 from pymc_dp.session import PrivacySession
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.traces import RELEASED_GROUP, SAFE_GROUPS
@@ -272,8 +277,12 @@ def sample(
     model : pm.Model, optional
     **kwargs
         Passed to ``pm.sample`` (``progressbar``, ``nuts={...}``, ...). Naive-Bayes HMMs also take
-        ``hmm_method="ffbs" | "collapsed"`` and ``projection="cell" | "none"``. Normal and
-        linear-regression likelihoods (with ``data_bounds``) also take
+        ``hmm_method="ffbs" | "collapsed"`` and ``projection="cell" | "none"``. When every
+        likelihood is a bounded family's (with ``data_bounds``; ``mechanism="laplace"``, no
+        ``step``) and every option is one nutpie honours, the private model is sampled by
+        nutpie's NUTS, compiled once per model structure (:mod:`pymc_dp.routes.nutpie_nuts`;
+        :func:`pymc_dp.sample_options.default_nuts_sampler`); ``nuts_sampler="pymc"`` asks
+        for PyMC's NUTS. Normal and linear-regression likelihoods also take
         ``nuts_sampler="blackjax"``: BlackJAX's NUTS on the private model, compiled once per
         model structure (:mod:`pymc_dp.routes.blackjax_nuts`; optional ``jax`` and
         ``blackjax``). Options that
@@ -281,7 +290,8 @@ def sample(
         option is checked before anything is released
         (:func:`pymc_dp.sample_options.validate_sample_kwargs`):
         unknown names, non-integer or out-of-range ``tune``/``chains``/``cores``,
-        ``nuts_sampler`` other than ``"pymc"`` or ``"blackjax"``, unknown ``var_names``,
+        ``nuts_sampler`` other than ``"pymc"``, ``"blackjax"`` or ``"nutpie"``, unknown
+        ``var_names``,
         invalid ``random_seed``
         raise ValueError and charge nothing.
 
@@ -404,6 +414,7 @@ def sample(
         progressbar=bool(kwargs.get("progressbar", True)),
     )
     check_route_options(model, kwargs, recognised, mechanism, step)
+    kwargs = default_nuts_sampler(model, kwargs, recognised, mechanism, step)
     if noise == "gaussian" and recognised.kind == "hmm":
         raise NotImplementedError(
             "noise='gaussian' is not implemented for naive-Bayes HMM models (their count tensor "

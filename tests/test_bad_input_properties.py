@@ -321,6 +321,7 @@ def hmm_empty_groups(draw):
 def test_hmm_bad_records_raise_and_charge_nothing(tmp_path_factory, monkeypatch, mechanism, bad):
     columns, grid, error, pattern, secrets = bad
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     run = _records_pipeline(columns["region"], columns["time"], columns["records"], mechanism, grid)
     _assert_hmm_refusal(tmp_path_factory, run, error, pattern, secrets)
 
@@ -363,6 +364,7 @@ def test_hmm_bad_frame_labels_raise_and_charge_nothing(
     frame = _hmm_frame()
     frame.loc[sorted(rows), column] = value
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
 
     def run(target, rng):
         counts = cell_counts_from_frame(
@@ -462,6 +464,7 @@ def test_hmm_bad_count_tensors_raise_and_charge_nothing(
 ):
     error, tensor, pattern, secrets = bad
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
 
     def run(target, rng):
         counts = CellCounts(tensor, categories=HMM_CATEGORIES, **HMM_GRID)
@@ -508,6 +511,7 @@ def test_hmm_bad_options_raise_and_charge_nothing(tmp_path_factory, monkeypatch,
     mechanism = mechanisms[choice % len(mechanisms)]
     options = {"mechanism": mechanism, **options}
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
 
     def run(target, rng):
         return _hmm_sample(_hmm_model(), target=target, rng=rng, **options)
@@ -526,6 +530,7 @@ def test_hmm_counts_edited_in_place_are_refused_by_every_route(
     counts = _hmm_model().pymc_dp_hmm.counts
     saved = counts.counts.copy()
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     try:
         counts.counts[...] = tensor
 
@@ -597,6 +602,7 @@ def test_tempered_hmm_routes_refuse_counts_edited_in_place(
     counts = _hmm_model().pymc_dp_hmm.counts
     saved = counts.counts.copy()
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     try:
         counts.counts[index] = value
 
@@ -615,6 +621,7 @@ def test_a_feature_without_categories_is_refused_before_the_release(
     """No records and a feature with no categories: refused when counting (the Laplace route
     used to charge the release, then fail in PyTensor)."""
     monkeypatch.setattr(pm, "sample", _refuse_sampling)
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     empty = {name: column[:0] for name, column in _record_columns().items()}
     run = _records_pipeline(
         empty["region"],

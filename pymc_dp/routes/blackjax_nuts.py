@@ -44,6 +44,8 @@ from pymc.exceptions import SamplingError
 from pymc.util import get_default_varnames
 from pytensor.graph.replace import clone_replace
 
+from pymc_dp.routes.chains import chain_count, chain_seeds
+
 __all__ = [
     "BLACKJAX_INITS",
     "BLACKJAX_OPTIONS",
@@ -310,24 +312,6 @@ def nuts_chain(
 _STAT_NAMES = ("diverging", "energy", "tree_depth", "n_steps", "acceptance_rate", "lp")
 
 
-def _seeds(random_seed, chains: int) -> list[int]:
-    """One seed per chain, derived from ``random_seed`` as ``pm.sample`` derives them (a
-    generator spawned per chain; any form ``pm.sample`` takes, any length of sequence)."""
-    from pymc.util import get_random_generator
-
-    return [int(rng.integers(2**30)) for rng in get_random_generator(random_seed).spawn(chains)]
-
-
-def _chains(kwargs: Mapping) -> int:
-    """``chains`` as ``pm.sample`` defaults it: max(2, cores), cores at most 4 CPUs."""
-    import os
-
-    if kwargs.get("chains") is not None:
-        return int(kwargs["chains"])
-    cores = kwargs.get("cores")
-    cores = min(4, os.cpu_count() or 1) if cores is None else int(cores)
-    return max(2, cores)
-
 
 def sample_blackjax(runner: BlackJAXRunner, draws: int, kwargs: Mapping) -> xr.DataTree:
     """Sample ``runner``'s private model (its containers filled with the run's release).
@@ -343,13 +327,13 @@ def sample_blackjax(runner: BlackJAXRunner, draws: int, kwargs: Mapping) -> xr.D
     from pymc.stats.convergence import log_warnings, run_convergence_checks
 
     tune = 1000 if kwargs.get("tune") is None else int(kwargs["tune"])
-    chains = _chains(kwargs)
+    chains = chain_count(kwargs)
     init = str(kwargs.get("init", "auto")).lower()
     init = "jitter+adapt_diag" if init == "auto" else init
     nuts = dict(kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {})
     target_accept = float(kwargs.get("target_accept", nuts.get("target_accept", 0.8)))
     max_doublings = int(nuts.get("max_treedepth", 10))
-    seeds = _seeds(kwargs.get("random_seed"), chains)
+    seeds = chain_seeds(kwargs.get("random_seed"), chains)
     initvals = kwargs.get("initvals")
     starts = runner.initial_points(
         initvals,

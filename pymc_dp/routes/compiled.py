@@ -71,6 +71,9 @@ class CompiledModel:
     blackjax_runner : object or None
         The JAX functions and compiled chains of ``nuts_sampler="blackjax"``
         (:class:`pymc_dp.routes.blackjax_nuts.BlackJAXRunner`), built on first use.
+    nutpie_runner : object or None
+        The model compiled by nutpie for ``nuts_sampler="nutpie"``
+        (:class:`pymc_dp.routes.nutpie_nuts.NutpieRunner`), built on first use.
     """
 
     key: str
@@ -78,6 +81,7 @@ class CompiledModel:
     functions: dict = field(default_factory=dict)
     point_function: object | None = None
     blackjax_runner: object | None = None
+    nutpie_runner: object | None = None
     in_use: bool = False
 
 

@@ -48,6 +48,7 @@ from pymc_dp.mechanisms.statistics import (
 from pymc_dp.routes.base import RunRequest
 from pymc_dp.routes.blackjax_nuts import BlackJAXRunner, sample_blackjax
 from pymc_dp.routes.compiled import compiled_private_model
+from pymc_dp.routes.nutpie_nuts import NutpieRunner, sample_nutpie
 from pymc_dp.steps.conjugate_gibbs import PrivateConjugateGibbs
 from pymc_dp.steps.guard import route_context
 from pymc_dp.steps.noise_aware_gibbs import NoiseAwareConjugateGibbs
@@ -132,8 +133,9 @@ def sample_released(
     )
     if releases and all(isinstance(r, BoundedRelease) for r in releases):
         # Compile once: a private model of bounded releases reads them from data containers.
-        blackjax = request.sample_kwargs.get("nuts_sampler") == "blackjax"
-        what = _compiling_what(releases, inference, "JAX" if blackjax else "PyTensor")
+        sampler = request.sample_kwargs.get("nuts_sampler")
+        backend = {"blackjax": "JAX", "nutpie": "numba, by nutpie"}.get(sampler, "PyTensor")
+        what = _compiling_what(releases, inference, backend)
         with compiled_private_model(private, None) as kept:
             for release in releases:
                 use_release(kept.model, release)
@@ -141,7 +143,12 @@ def sample_released(
             with kept.model, route_context():
                 # announced when the sampler's own functions are not compiled yet (a kept
                 # model sampled by one sampler is a first compile for the other)
-                if blackjax:
+                if sampler == "nutpie":
+                    if kept.nutpie_runner is None:
+                        announce(what, True)
+                        kept.nutpie_runner = NutpieRunner(kept.model)
+                    idata = sample_nutpie(kept.nutpie_runner, request.draws, kwargs)
+                elif sampler == "blackjax":
                     if kept.blackjax_runner is None:
                         announce(what, True)
                         kept.blackjax_runner = BlackJAXRunner(kept.model)
@@ -177,8 +184,8 @@ def _sample_kwargs(request: RunRequest, releases, inference: str, private, kept=
     kwargs = dict(request.sample_kwargs)
     if inference == "noise-aware":
         _noise_aware_sampler_defaults(kwargs, releases)
-    if kwargs.get("nuts_sampler") == "blackjax":
-        return kwargs  # its own trace (pymc_dp.routes.blackjax_nuts)
+    if kwargs.get("nuts_sampler") in ("blackjax", "nutpie"):
+        return kwargs  # its own trace (pymc_dp.routes.blackjax_nuts, .nutpie_nuts)
     if kwargs.get("trace") is None and kwargs.get("var_names") is None:
         point_function = None if kept is None else kept.point_function
         template = shared_function_trace(private, point_function=point_function)

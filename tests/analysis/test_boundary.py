@@ -335,6 +335,8 @@ def test_hmm_posterior_sampling_under_add_remove_one_is_refused_before_sampling(
         raise AssertionError("pm.sample ran before the refusal")
 
     monkeypatch.setattr(pm, "sample", no_sampling)
+
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     with pytest.raises(ValueError, match="replace-one"):
         pymc_dp.sample(
             5,

@@ -171,7 +171,9 @@ def _release(data, neighbouring, broken: str = "") -> Run:
         def stub(*args, **kwargs):
             raise _Stopped
 
-        patch.setattr(pm, "sample", stub)  # every route calls it as pm.sample
+        patch.setattr(pm, "sample", stub)  # with nutpie off every route calls pm.sample
+
+        patch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
         with pytest.raises(ReleasedRunFailedError) as failed:
             pymc_dp.sample(
                 5,

@@ -485,7 +485,9 @@ def _interrupt_pm_sample(monkeypatch, ledger) -> list[int]:
         seen.append(len(ledger))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pm, "sample", interrupted)  # every route calls it as pm.sample
+    monkeypatch.setattr(pm, "sample", interrupted)  # with nutpie off every route calls pm.sample
+
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     return seen
 
 

@@ -104,13 +104,13 @@ def test_blackjax_is_refused_on_a_poisson_likelihood_before_the_release():
 
 
 def test_another_nuts_sampler_names_the_ones_taken():
-    with pytest.raises(ValueError, match=r"\('pymc', 'blackjax'\)"):
+    with pytest.raises(ValueError, match=r"\('pymc', 'blackjax', 'nutpie'\)"):
         pymc_dp.sample(
             10,
             model=normal_model(records()),
             epsilon=1.0,
             data_bounds=BOUNDS,
-            nuts_sampler="nutpie",
+            nuts_sampler="numpyro",
         )
 
 
@@ -168,7 +168,7 @@ def test_blackjax_and_pymc_sample_the_same_posterior_of_one_release():
     Carlo standard errors (each from ArviZ's ESS), sds within 15%."""
     import arviz as az
 
-    theirs = _sample(normal_model(records()), 7)
+    theirs = _sample(normal_model(records()), 7, nuts_sampler="pymc")
     ours = _sample(normal_model(records()), 7, nuts_sampler="blackjax")
     assert np.array_equal(
         theirs["released_statistics"]["x"].values, ours["released_statistics"]["x"].values
@@ -301,9 +301,9 @@ def test_values_that_would_fail_after_the_release_are_refused_before_it(options,
 
 
 def test_seeds_are_derived_per_chain_as_pm_sample_derives_them():
-    from pymc_dp.routes.blackjax_nuts import _chains, _seeds
+    from pymc_dp.routes.chains import chain_count, chain_seeds
 
-    assert len(_seeds([1, 2, 3], 4)) == 4 and len(_seeds([2**70], 2)) == 2
-    assert all(0 <= s < 2**30 for s in _seeds(2**63, 3))
-    assert _seeds(5, 2) == _seeds(5, 2) != _seeds(6, 2)
-    assert _chains({"chains": 3}) == 3 and _chains({"cores": 1}) == 2
+    assert len(chain_seeds([1, 2, 3], 4)) == 4 and len(chain_seeds([2**70], 2)) == 2
+    assert all(0 <= s < 2**30 for s in chain_seeds(2**63, 3))
+    assert chain_seeds(5, 2) == chain_seeds(5, 2) != chain_seeds(6, 2)
+    assert chain_count({"chains": 3}) == 3 and chain_count({"cores": 1}) == 2

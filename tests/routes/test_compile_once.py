@@ -117,6 +117,7 @@ def test_second_call_compiles_no_log_density_and_releases_and_charges_afresh(mon
         random_seed=3,
         data_bounds=BOUNDS,
         epsilon=50.0,
+        nuts_sampler="pymc",  # counts PyMC's compiled functions (nutpie: test_nutpie_nuts)
     )
     runs = []
     for centre in (2.0, 7.0):  # same structure, other records

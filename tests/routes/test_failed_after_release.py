@@ -27,7 +27,9 @@ def _fail_pm_sample(monkeypatch):
     def failing(*args, **kwargs):
         raise pm.exceptions.SamplingError("Bad initial energy")
 
-    monkeypatch.setattr(pm, "sample", failing)  # every route calls it as pm.sample
+    monkeypatch.setattr(pm, "sample", failing)  # with nutpie off every route calls pm.sample
+
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
 
 
 def _two_normals():
@@ -173,6 +175,8 @@ def test_public_data_a_parameter_reads_is_kept_in_the_private_model(monkeypatch,
         raise pm.exceptions.SamplingError("stopped by the test")
 
     monkeypatch.setattr(pm, "sample", stub)
+
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     model, bounds, public = _public_parameter_data(form)
     ledger = PrivacyLedger()
     with pytest.raises(ReleasedRunFailedError) as failed:

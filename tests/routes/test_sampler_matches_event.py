@@ -93,6 +93,8 @@ def handed(monkeypatch) -> Iterator[list[_Handed]]:
         raise _Stopped
 
     monkeypatch.setattr(pm, "sample", stub)
+
+    monkeypatch.setattr("pymc_dp.routes.nutpie_nuts.nutpie_installed", lambda: False)
     yield calls
     compiled.clear_compiled_models()  # restored() put released values back into kept models
 
