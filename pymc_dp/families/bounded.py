@@ -205,6 +205,10 @@ class BoundedStructure:
     label_sizes : tuple of int
         G₁, G₂, …: the values each group-label array takes, then the bins of every binned
         covariate column (likelihoods read per cell; their product is ``n_groups``).
+    labels : tuple of str
+        Names of the group-label arrays the likelihood reads (a ``pm.Data`` container's
+        name, ``<observed>_group_labels`` for a constant array): public names of private
+        arrays, recorded in the release's ledger event.
     covariate_bins : tuple of CovariateBins
         Per-record covariates read per cell, in the order of their columns in
         ``BoundedLink.covariates`` (likelihoods read per cell).
@@ -224,6 +228,7 @@ class BoundedStructure:
     n_categories: int = 0
     label_sizes: tuple[int, ...] = ()
     covariate_bins: tuple[CovariateBins, ...] = ()
+    labels: tuple[str, ...] = ()
 
     @property
     def n_covariates(self) -> int:

@@ -68,6 +68,7 @@ from pymc_dp.families.recognition import (
     cell_covariates,
     cell_labels,
     covariate_bins_of,
+    label_names,
     refuse_parameters_reading_records,
 )
 from pymc_dp.graph.cells import cell_parameter
@@ -201,6 +202,7 @@ class CellCountsFamily(BoundedFamily):
             label_sizes=cells.sizes,
             covariate_bins=cells.covariate_bins,
             clamp=frozenset(k for k in declarations.clamp if k in keys),
+            labels=label_names(model, cells.labels, name),
         )
         groups, covariates = cell_labels(cells, name), cell_covariates(cells, name)
         link = BoundedLink(structure, data, groups=groups, covariates=covariates)

@@ -52,6 +52,7 @@ from pymc_dp.families.recognition import (
     cell_covariates,
     cell_labels,
     covariate_bins_of,
+    label_names,
     refuse_parameters_reading_records,
     refuse_unusable_constant_sigma,
     required_bounds,
@@ -426,6 +427,7 @@ class NormalFamily(SecondMomentFamily):
             clamp=frozenset(k for k in declarations.clamp if k in (name, *keys)),
             label_sizes=cells.sizes,
             covariate_bins=cells.covariate_bins,
+            labels=label_names(model, cells.labels, name),
         )
         groups, covariates = cell_labels(cells, name), cell_covariates(cells, name)
         link = BoundedLink(structure, data, groups=groups, covariates=covariates)

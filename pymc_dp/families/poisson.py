@@ -70,6 +70,7 @@ from pymc_dp.families.recognition import (
     cell_covariates,
     cell_labels,
     covariate_bins_of,
+    label_names,
     refuse_parameters_reading_records,
     required_bounds,
     vector_length,
@@ -175,6 +176,7 @@ class PoissonFamily(BoundedFamily):
             grouped=index is not None and n_groups > 1,
             group_variable=rate.name if rate.name in model.named_vars else "",
             clamp=frozenset(k for k in declarations.clamp if k == name),
+            labels=() if index is None else label_names(model, [index], name),
         )
         return BoundedFound(BoundedLink(structure, data, groups=groups), (), (name,))
 
@@ -207,6 +209,7 @@ class PoissonFamily(BoundedFamily):
             clamp=frozenset(k for k in declarations.clamp if k in (name, *keys)),
             label_sizes=cells.sizes,
             covariate_bins=cells.covariate_bins,
+            labels=label_names(model, cells.labels, name),
         )
         groups, covariates = cell_labels(cells, name), cell_covariates(cells, name)
         link = BoundedLink(structure, data, groups=groups, covariates=covariates)

@@ -40,6 +40,7 @@ __all__ = [
     "cell_covariates",
     "cell_labels",
     "covariate_bins_of",
+    "label_names",
     "refuse_parameters_reading_records",
     "refuse_unusable_constant_sigma",
     "required_bounds",
@@ -78,6 +79,16 @@ def cell_labels(cells: CellParameter, name: str) -> np.ndarray | None:
     return np.column_stack(
         [record_values(label, name, "group labels").reshape(-1) for label in cells.labels]
     )
+
+
+def label_names(model: pm.Model, labels, name: str) -> tuple[str, ...]:
+    """Public names of the group-label arrays a likelihood reads, for its ledger event: a
+    ``pm.Data`` container's name, ``<observed>_group_labels`` for a constant array."""
+    names = []
+    for label in labels:
+        named = getattr(label, "name", None)
+        names.append(named if named in model.named_vars else f"{name}_group_labels")
+    return tuple(dict.fromkeys(names))
 
 
 def cell_covariates(cells: CellParameter, name: str) -> np.ndarray | None:

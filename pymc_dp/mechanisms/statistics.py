@@ -307,10 +307,13 @@ def release_bounded(
     exact = link.statistics()  # validates (and clamps, on opt-in) the records
     index = family.released_components(structure, neighbouring)
     weights = family.weights(structure, neighbouring)[index]
-    variables = (
-        (link.observed,)
-        + ((structure.covariates,) if structure.covariates else ())
-        + tuple(binned.key for binned in structure.covariate_bins)
+    variables = tuple(
+        dict.fromkeys(
+            (link.observed,)
+            + ((structure.covariates,) if structure.covariates else ())
+            + tuple(binned.key for binned in structure.covariate_bins)
+            + structure.labels
+        )
     )
     bins = "; ".join(binned.describe() for binned in structure.covariate_bins)
     noisy = _release(

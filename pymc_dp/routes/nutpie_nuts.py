@@ -25,6 +25,8 @@ The trace has PyMC's layout: ``posterior`` (free variables and deterministics, t
 coords and dims) and ``sample_stats`` with PyMC's names where PyMC's NUTS has the statistic
 (``diverging``, ``energy``, ``n_steps``, ``step_size``, ``tree_depth``,
 ``reached_max_treedepth``, ``acceptance_rate``, ``lp``) and nutpie's own beside them.
+nutpie computes ``energy`` in its own (adapted) coordinates: its level is not PyMC's, its
+changes from draw to draw are (the energy diagnostics read those).
 """
 
 from __future__ import annotations
@@ -180,18 +182,23 @@ class NutpieRunner:
         from pymc_dp.analysis.rewrite import released_container_names
 
         self.model = model
-        compiled = nutpie.compile_pymc_model(model, backend="numba")
+        # Compiled from NaN in every released container: nutpie's numba functions keep the
+        # shared values they were compiled with (in a closure), so a runner compiled while
+        # the model held a release would keep that release for as long as it is cached.
+        released = sorted(released_container_names(model))
+        values = {name: model[name].get_value() for name in released}
+        try:
+            for name, value in values.items():
+                model[name].set_value(np.full(np.shape(value), np.nan))
+            compiled = nutpie.compile_pymc_model(model, backend="numba")
+        finally:
+            for name, value in values.items():
+                model[name].set_value(value)
         # the released containers the compiled functions read (a plug-in model reads the
-        # projected statistics, not the noisy ones)
+        # projected statistics, not the noisy ones); every call sets them (:meth:`for_run`)
         read = {var.name for var in compiled.shared_var_keys}
-        self.containers = sorted(set(released_container_names(model)) & read)
-        # no release kept between calls: every call sets its own (:meth:`for_run`)
-        self.compiled = compiled.with_data(
-            **{
-                name: np.full(np.shape(model[name].get_value()), np.nan)
-                for name in self.containers
-            }
-        )
+        self.containers = sorted(set(released) & read)
+        self.compiled = compiled
         # nutpie's order of the free variables' unconstrained values in its flat vector
         self.names = [model.rvs_to_values[rv].name for rv in model.free_RVs]
         self._lock = threading.Lock()

@@ -224,7 +224,7 @@ def test_the_release_is_charged_once_and_the_ledger_names_the_bins():
     event = ledger.events[-1]
     assert (event.sensitivity, event.noise_scale) == (2.0, 2.0)
     assert event.statistic.endswith("; cells by covariate bins: x [-1, 1] in 4 bins")
-    assert event.variables == ("y", "x")
+    assert event.variables == ("y", "x", "g")  # the records, the binned covariate, the labels
     assert release.noisy.shape == (12, 2)
 
 
@@ -433,7 +433,7 @@ def test_private_logistic_regression_with_varying_intercepts_is_near_the_non_pri
     private, exact = _compare(build, {"x": (-1, 1)})
     assert 0.95 < _assert_near(private, exact, "beta") < 1.3
     ledger = pymc_dp.PrivacyLedger.from_datatree(private)
-    assert [e.variables for e in ledger.events] == [("y", "x")] and ledger.epsilon == 1.0
+    assert [e.variables for e in ledger.events] == [("y", "x", "g")] and ledger.epsilon == 1.0
     assert "observed_data" not in private.children and "constant_data" not in private.children
     assert int(private["sample_stats"]["diverging"].sum()) == 0
 

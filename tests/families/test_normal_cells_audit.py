@@ -251,7 +251,7 @@ def test_the_route_draws_once_at_the_events_scale_on_the_documented_statistics(r
         (event,) = run.ledger.events
         draw = run.draw
         assert (event.mechanism, event.neighbouring) == ("laplace", neighbouring)
-        assert event.epsilon == EPSILON and event.variables == ("y",)
+        assert event.epsilon == EPSILON and event.variables == ("y", "g")
         assert draw.scale == event.noise_scale  # what is drawn is what is recorded
         stated = STATED_SENSITIVITY[neighbouring]
         assert event.sensitivity == pytest.approx(stated, rel=1e-13)

@@ -202,6 +202,28 @@ def test_nutpie_and_pymc_sample_the_same_posterior_of_one_release():
     assert np.allclose(sd_b, sd_a, rtol=0.15)
 
 
+def _arrays_holding(root, released: np.ndarray) -> list:
+    """Floating-point arrays reachable from ``root`` (through attributes, containers and
+    closures; not through modules or classes) that hold every value of ``released``."""
+    import gc
+    import types
+
+    wanted = np.round(np.asarray(released, dtype=np.float64).ravel(), 9)
+    seen, stack, found = set(), [root], []
+    while stack and len(seen) < 500_000:
+        item = stack.pop()
+        if id(item) in seen or isinstance(item, types.ModuleType | type):
+            continue
+        seen.add(id(item))
+        if isinstance(item, np.ndarray) and item.dtype.kind == "f" and 0 < item.size < 10_000:
+            if np.isin(wanted, np.round(item.ravel(), 9)).all():
+                found.append(item)
+        if isinstance(item, dict) and "__builtins__" in item:
+            continue  # a module's globals
+        stack.extend(gc.get_referents(item))
+    return found
+
+
 @pytest.mark.integration
 def test_second_call_reuses_the_compiled_model_with_its_own_release(caplog):
     caplog.set_level(logging.INFO, logger="pymc_dp")
@@ -219,6 +241,9 @@ def test_second_call_reuses_the_compiled_model_with_its_own_release(caplog):
     for name, values in held.items():  # … and none is kept between calls
         assert np.all(np.isnan(values)), name
     caplog.clear()
+    # nor anywhere else reachable from the runner (nutpie's numba functions keep the shared
+    # values they were compiled with in closures): the runner compiled from NaN
+    assert not _arrays_holding(runner, first["released_statistics"]["y"].values)
     # another model of the same structure, other records (rates doubled), the same seeds
     group, y = counts(seed=5)
     second = _sample(poisson_model(group, np.minimum(2 * y, 10)), 11, nuts_sampler="nutpie")
