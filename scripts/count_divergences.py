@@ -4,6 +4,7 @@
     python scripts/count_divergences.py --seeds 5 --draws 1000 --families normal
     python scripts/count_divergences.py --target-accept 0.8     # PyMC's default, not the family's
     python scripts/count_divergences.py --nuts-sampler blackjax  # BlackJAX's NUTS, compiled once
+    python scripts/count_divergences.py --nuts-sampler nutpie    # nutpie (the package default)
 
 For every family, n and ε of the calibration study (:data:`pymc_dp.calibration.bounded.CASES`,
 replace-one neighbours, ``data_bounds`` as there) and every seed: simulates a data set with the
@@ -42,6 +43,7 @@ def one_run(
     tune: int,
     target_accept: float | None = None,
     nuts_sampler: str = "pymc",
+    init: str | None = None,
 ) -> dict:
     """Divergences, steps and the divergent draws' region of one data set."""
     case = CASES[family]
@@ -63,6 +65,7 @@ def one_run(
             compute_convergence_checks=False,
             nuts_sampler=nuts_sampler,
             **({} if target_accept is None else {"target_accept": target_accept}),
+            **({} if init is None else {"init": init}),
         )
     stats = idata["sample_stats"]
     diverging = stats["diverging"].values.reshape(-1).astype(bool)
@@ -95,7 +98,10 @@ def main() -> None:
     parser.add_argument(
         "--target-accept", type=float, default=None, help="default: the family's own"
     )
-    parser.add_argument("--nuts-sampler", default="pymc", choices=["pymc", "blackjax"])
+    parser.add_argument(
+        "--nuts-sampler", default="pymc", choices=["pymc", "blackjax", "nutpie"]
+    )
+    parser.add_argument("--init", default=None, help="pm.sample's init (default: the family's)")
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()}")
     for family in args.families:
@@ -116,6 +122,7 @@ def main() -> None:
                         args.tune,
                         args.target_accept,
                         args.nuts_sampler,
+                        args.init,
                     )
                     for seed in range(args.seeds)
                 ]
