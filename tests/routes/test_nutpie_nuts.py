@@ -212,14 +212,19 @@ def _arrays_holding(root, released: np.ndarray) -> list:
     seen, stack, found = set(), [root], []
     while stack and len(seen) < 500_000:
         item = stack.pop()
-        if id(item) in seen or isinstance(item, types.ModuleType | type):
+        if id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, np.ndarray) and item.dtype.kind == "f" and 0 < item.size < 10_000:
-            if np.isin(wanted, np.round(item.ravel(), 9)).all():
-                found.append(item)
-        if isinstance(item, dict) and "__builtins__" in item:
-            continue  # a module's globals
+        try:
+            if isinstance(item, types.ModuleType | type):
+                continue
+            if isinstance(item, dict) and "__builtins__" in item:
+                continue  # a module's globals
+            if isinstance(item, np.ndarray) and item.dtype.kind == "f" and 0 < item.size < 10_000:
+                if np.isin(wanted, np.round(item.ravel(), 9)).all():
+                    found.append(item)
+        except ReferenceError:  # a weak proxy whose object is gone: holds nothing
+            continue
         stack.extend(gc.get_referents(item))
     return found
 
