@@ -44,7 +44,7 @@ from pymc.exceptions import SamplingError
 from pymc.util import get_default_varnames
 from pytensor.graph.replace import clone_replace
 
-from pymc_dp.routes.chains import chain_count, chain_seeds
+from pymc_dp.routes.chains import chain_count, chain_seeds, refuse_unhonoured_options
 
 __all__ = [
     "BLACKJAX_INITS",
@@ -117,35 +117,7 @@ def check_blackjax_options(kwargs: Mapping) -> None:
             "nuts_sampler='blackjax' needs the jax and blackjax packages: "
             'pip install -e ".[calibration]". Nothing was released.'
         )
-    for name in kwargs:
-        if name not in BLACKJAX_OPTIONS:
-            raise ValueError(
-                f"{name!r} is not supported with nuts_sampler='blackjax' (it takes "
-                f"{sorted(BLACKJAX_OPTIONS)}). Nothing was released."
-            )
-    init = str(kwargs.get("init", "auto")).lower()
-    if init not in BLACKJAX_INITS:
-        raise ValueError(
-            f"init={kwargs.get('init')!r} is not supported with nuts_sampler='blackjax' "
-            f"(it takes {BLACKJAX_INITS}). Nothing was released."
-        )
-    if kwargs.get("tune") is not None and int(kwargs["tune"]) < 1:
-        raise ValueError(
-            "nuts_sampler='blackjax' needs tune >= 1 (its window adaptation sets the step size "
-            "and mass matrix). Nothing was released."
-        )
-    if kwargs.get("discard_tuned_samples", True) is not True:
-        raise ValueError(
-            "nuts_sampler='blackjax' keeps no tuning draws: drop discard_tuned_samples. "
-            "Nothing was released."
-        )
-    nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
-    for key in nuts:
-        if key not in _NUTS_KEYS:
-            raise ValueError(
-                f"nuts={{{key!r}: ...}} is not supported with nuts_sampler='blackjax' (it "
-                f"takes {sorted(_NUTS_KEYS)}). Nothing was released."
-            )
+    refuse_unhonoured_options("blackjax", kwargs, BLACKJAX_OPTIONS, BLACKJAX_INITS, _NUTS_KEYS)
 
 
 class BlackJAXRunner:

@@ -41,7 +41,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from pymc_dp.routes.chains import chain_count, chain_seeds
+from pymc_dp.routes.chains import chain_count, chain_seeds, refuse_unhonoured_options
 
 __all__ = [
     "NUTPIE_INITS",
@@ -124,40 +124,12 @@ def check_nutpie_options(kwargs: Mapping) -> None:
             "nuts_sampler='nutpie' needs the nutpie package: pip install nutpie. "
             "Nothing was released."
         )
-    for name in kwargs:
-        if name not in NUTPIE_OPTIONS:
-            raise ValueError(
-                f"{name!r} is not supported with nuts_sampler='nutpie' (it takes "
-                f"{sorted(NUTPIE_OPTIONS)}). Nothing was released."
-            )
-    init = str(kwargs.get("init", "auto")).lower()
-    if init not in NUTPIE_INITS:
-        raise ValueError(
-            f"init={kwargs.get('init')!r} is not supported with nuts_sampler='nutpie' "
-            f"(it takes {NUTPIE_INITS}). Nothing was released."
-        )
-    if kwargs.get("tune") is not None and int(kwargs["tune"]) < 1:
-        raise ValueError(
-            "nuts_sampler='nutpie' needs tune >= 1 (its adaptation sets the step size and "
-            "mass matrix). Nothing was released."
-        )
-    if kwargs.get("discard_tuned_samples", True) is not True:
-        raise ValueError(
-            "nuts_sampler='nutpie' keeps no tuning draws: drop discard_tuned_samples. "
-            "Nothing was released."
-        )
+    refuse_unhonoured_options("nutpie", kwargs, NUTPIE_OPTIONS, NUTPIE_INITS, _NUTS_KEYS)
     if kwargs.get("initvals") is not None and not isinstance(kwargs["initvals"], Mapping):
         raise ValueError(
             "nuts_sampler='nutpie' takes one dict of starts for every chain, not one per "
             "chain. Nothing was released."
         )
-    nuts = kwargs.get("nuts") or kwargs.get("nuts_sampler_kwargs") or {}
-    for key in nuts:
-        if key not in _NUTS_KEYS:
-            raise ValueError(
-                f"nuts={{{key!r}: ...}} is not supported with nuts_sampler='nutpie' (it "
-                f"takes {sorted(_NUTS_KEYS)}). Nothing was released."
-            )
 
 
 class NutpieRunner:
